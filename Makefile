@@ -1,0 +1,19 @@
+.PHONY: setup demo test lint clean-cache
+
+VENV := .venv
+SIRIUS := $(VENV)/bin/sirius
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(SIRIUS) inspect kernels/lstm_cell.cu
+
+test: setup
+	$(VENV)/bin/python -m pytest -q -n 2
+
+lint: setup
+	$(VENV)/bin/ruff check sirius tests scripts
+
+clean-cache:
+	rm -rf $${XDG_CACHE_HOME:-$$HOME/.cache}/sirius

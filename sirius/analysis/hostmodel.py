@@ -1,0 +1,229 @@
+"""The host program model: buffers and the ordered GPU operations of the host code.
+
+Every value is frozen. Quantities that may depend on host loop variables (grid sizes, byte
+offsets, copy sizes, scalar arguments, loop bounds) are `Expr`s; the JSON form prints a constant
+as a number and anything else as an isl-syntax string. docs/host-model.md is the schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from sirius.analysis.expr import Expr
+from sirius.diagnostics import Location
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    id: int
+    name: str
+    bytes: int
+    role: str  # input | output | temp  (see docs/host-model.md for the rule)
+    loc: Location | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DevRef:
+    """A device address: a buffer and a byte offset into it."""
+
+    buffer: str
+    offset: Expr = Expr(0)
+
+    def to_json(self) -> dict:
+        return {"buffer": self.buffer, "offset": self.offset.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class Rotating:
+    """A device address that cycles through `choices` with the loop (ping-pong buffers):
+    the address is `choices[index]`, `index` an expression in the loop variables."""
+
+    choices: tuple[DevRef, ...]
+    index: Expr
+
+    def to_json(self) -> dict:
+        return {"rotating": {"index": self.index.to_json(),
+                             "choices": [c.to_json() for c in self.choices]}}
+
+    def at(self, env: dict[str, int]) -> DevRef:
+        return self.choices[self.index.evaluate(env) % len(self.choices)]
+
+
+Address = Union[DevRef, Rotating]
+
+
+@dataclass(frozen=True, slots=True)
+class HostRef:
+    """Host memory, named after the source variable where it is known."""
+
+    name: str
+
+    def to_json(self) -> dict:
+        return {"host": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class BufferArg:
+    address: Address
+
+    def to_json(self) -> dict:
+        return {"kind": "buffer", **self.address.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarArg:
+    type: str  # LLVM type of the parameter: i32, i64, float, double, ...
+    value: Expr | float
+
+    def to_json(self) -> dict:
+        v = self.value.to_json() if isinstance(self.value, Expr) else self.value
+        return {"kind": "scalar", "type": self.type, "value": v}
+
+
+@dataclass(frozen=True, slots=True)
+class NullArg:
+    def to_json(self) -> dict:
+        return {"kind": "null"}
+
+
+Arg = Union[BufferArg, ScalarArg, NullArg]
+
+
+def _loc(loc: Location | None) -> str | None:
+    return str(loc) if loc else None
+
+
+@dataclass(frozen=True, slots=True)
+class Alloc:
+    buffer: str
+    bytes: int
+    loc: Location | None = None
+
+    def to_json(self) -> dict:
+        return {"op": "alloc", "buffer": self.buffer, "bytes": self.bytes, "loc": _loc(self.loc)}
+
+
+@dataclass(frozen=True, slots=True)
+class Free:
+    buffer: str
+    loc: Location | None = None
+
+    def to_json(self) -> dict:
+        return {"op": "free", "buffer": self.buffer, "loc": _loc(self.loc)}
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    kind: str  # H2D | D2H | D2D
+    dst: Address | HostRef
+    src: Address | HostRef
+    bytes: Expr
+    is_async: bool = False
+    loc: Location | None = None
+
+    def to_json(self) -> dict:
+        return {"op": "copy", "kind": self.kind, "dst": self.dst.to_json(),
+                "src": self.src.to_json(), "bytes": self.bytes.to_json(),
+                "async": self.is_async, "loc": _loc(self.loc)}
+
+
+@dataclass(frozen=True, slots=True)
+class Memset:
+    dst: Address
+    value: int
+    bytes: Expr
+    is_async: bool = False
+    loc: Location | None = None
+
+    def to_json(self) -> dict:
+        return {"op": "memset", "dst": self.dst.to_json(), "value": self.value,
+                "bytes": self.bytes.to_json(), "async": self.is_async, "loc": _loc(self.loc)}
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    kernel: str  # source name of the kernel (demangled)
+    mangled: str
+    grid: tuple[Expr, Expr, Expr]
+    block: tuple[Expr, Expr, Expr]
+    smem: Expr
+    args: tuple[Arg, ...]
+    loc: Location | None = None
+
+    def to_json(self) -> dict:
+        return {"op": "launch", "kernel": self.kernel, "mangled": self.mangled,
+                "grid": [g.to_json() for g in self.grid],
+                "block": [b.to_json() for b in self.block],
+                "smem": self.smem.to_json(), "args": [a.to_json() for a in self.args],
+                "loc": _loc(self.loc)}
+
+
+@dataclass(frozen=True, slots=True)
+class Sync:
+    what: str  # device | stream | event
+    loc: Location | None = None
+
+    def to_json(self) -> dict:
+        return {"op": "sync", "what": self.what, "loc": _loc(self.loc)}
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """`for var = lo; var < hi (step > 0) or var > hi (step < 0); var += step`.
+
+    An opaque loop (trip count unknown to the analysis, e.g. `do { } while (flag)`) has
+    hi = None, lo = 0, step = 1 and a synthetic variable name starting with `_`."""
+
+    var: str
+    lo: Expr
+    hi: Expr | None
+    step: int
+    body: tuple[Op, ...]
+    loc: Location | None = None
+
+    @property
+    def opaque(self) -> bool:
+        return self.hi is None
+
+    def to_json(self) -> dict:
+        return {"op": "loop", "var": self.var, "lo": self.lo.to_json(),
+                "hi": None if self.hi is None else self.hi.to_json(), "step": self.step,
+                "body": [op.to_json() for op in self.body], "loc": _loc(self.loc)}
+
+
+Op = Union[Alloc, Free, Copy, Memset, Launch, Sync, Loop]
+
+
+@dataclass(frozen=True, slots=True)
+class HostProgram:
+    entry: str
+    buffers: tuple[Buffer, ...]
+    ops: tuple[Op, ...]
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def launches(self) -> list[Launch]:
+        out: list[Launch] = []
+
+        def walk(ops: tuple[Op, ...]) -> None:
+            for op in ops:
+                if isinstance(op, Launch):
+                    out.append(op)
+                elif isinstance(op, Loop):
+                    walk(op.body)
+
+        walk(self.ops)
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "entry": self.entry,
+            "buffers": [{"id": b.id, "name": b.name, "bytes": b.bytes, "role": b.role,
+                         "loc": _loc(b.loc)} for b in self.buffers],
+            "ops": [op.to_json() for op in self.ops],
+        }

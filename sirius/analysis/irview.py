@@ -1,0 +1,230 @@
+"""A plain-Python view of an llvmlite module, built once and then read without the binding.
+
+llvmlite's ValueRefs are fresh wrappers on every access and expose neither icmp predicates nor
+GEP source types nor debug locations; this view gives every value a stable identity and parses
+those facts from the instruction text once. It never mutates IR.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+
+from sirius.analysis.debuginfo import DebugInfo
+from sirius.diagnostics import Location
+
+
+@dataclass(eq=False)
+class Value:
+    kind: str  # inst, arg, const, null, undef, global, func, constexpr, block, other
+    name: str
+    type: str
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} %{self.name}: {self.type}>"
+
+
+@dataclass(eq=False, repr=False)
+class Const(Value):
+    value: int | float | None = None
+
+
+@dataclass(eq=False, repr=False)
+class ConstExpr(Value):
+    text: str = ""
+
+
+@dataclass(eq=False, repr=False)
+class Instr(Value):
+    opcode: str = ""
+    operands: list[Value] = field(default_factory=list)
+    block: Block | None = None
+    incoming: list[Block] = field(default_factory=list)  # phi only
+    text: str = ""
+    dbg: int | None = None
+
+    @property
+    def predicate(self) -> str:
+        m = re.search(r"= [if]cmp (?:samesign |fast |nnan |ninf |nsz )*(\w+) ", self.text)
+        return m.group(1) if m else ""
+
+    @property
+    def callee(self) -> Value | None:
+        return self.operands[-1] if self.opcode in ("call", "invoke") else None
+
+    @property
+    def args(self) -> list[Value]:
+        return self.operands[:-1] if self.opcode == "call" else self.operands[:-3]
+
+    @property
+    def source_type(self) -> str:
+        """The element type a GEP indexes or an alloca allocates."""
+        if self.opcode == "getelementptr":
+            m = re.search(r"getelementptr (?:(?:inbounds|nuw|nusw|inrange\(\S+\)) )*(.+?), ptr", self.text)
+        elif self.opcode == "alloca":
+            m = re.search(r"alloca (?:inalloca )?(.+?)(?:, (?:i\d+ \S+|align \d+|addrspace).*)?(?:, !|$)", self.text)
+        else:
+            m = None
+        return m.group(1).strip() if m else ""
+
+    def successors(self) -> list[Block]:
+        """Branch targets in order: for `br i1 %c, label %T, label %F` that is [T, F]."""
+        if self.opcode == "br":
+            blocks = [o for o in self.operands if isinstance(o, Block)]
+            return list(reversed(blocks)) if len(self.operands) == 3 else blocks
+        if self.opcode == "switch":
+            blocks = [o for o in self.operands if isinstance(o, Block)]
+            return blocks
+        if self.opcode in ("invoke", "callbr"):
+            return [o for o in self.operands if isinstance(o, Block)]
+        return []
+
+
+@dataclass(eq=False, repr=False)
+class Block(Value):
+    instrs: list[Instr] = field(default_factory=list)
+    function: Function | None = None
+
+    @property
+    def terminator(self) -> Instr:
+        return self.instrs[-1]
+
+    @property
+    def succs(self) -> list[Block]:
+        return self.terminator.successors()
+
+
+@dataclass(eq=False, repr=False)
+class Argument(Value):
+    index: int = 0
+
+
+@dataclass(eq=False, repr=False)
+class Function(Value):
+    args: list[Argument] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    is_declaration: bool = True
+    text: str = ""
+    calling_conv: str = ""
+    attributes: str = ""
+    var_names: dict[str, str] = field(default_factory=dict)  # SSA name -> source variable
+
+    @property
+    def entry(self) -> Block:
+        return self.blocks[0]
+
+
+@dataclass
+class ModuleView:
+    functions: dict[str, Function]
+    globals: dict[str, Value]
+    global_texts: dict[str, str]
+    struct_bodies: dict[str, str]
+    debug: DebugInfo
+    text: str
+
+    def loc(self, inst: Instr) -> Location | None:
+        return self.debug.location(inst.dbg) if inst.dbg is not None else None
+
+
+def _addr(ref: llvm.ValueRef) -> int:
+    return ctypes.cast(ref._ptr, ctypes.c_void_p).value or 0
+
+
+_DBG_RE = re.compile(r", !dbg !(\d+)")
+_DBG_VALUE_RE = re.compile(r"#dbg_(?:value|declare)\((?:[^,%]*?) %([-\w.$]+), !(\d+),")
+
+
+_DEFINE_RE = re.compile(r"^define [^\n]*?@(\"[^\"]+\"|[-\w.$]+)\(.*?^}$", re.M | re.S)
+
+
+def _instruction_lines(body: str) -> list[str]:
+    """The instruction lines of one function's text, in order (labels, records, blanks dropped)."""
+    out = []
+    for line in body.splitlines()[1:-1]:
+        s = line.strip()
+        if not s or s.startswith(";") or s.startswith("#dbg_") or not line.startswith("  "):
+            continue
+        out.append(s)
+    return out
+
+
+def build_view(module: llvm.ModuleRef) -> ModuleView:
+    # Metadata numbers are only consistent within one print of the whole module, so every text
+    # this view keeps (instructions, function bodies) is cut out of that one print.
+    text = str(module)
+    bodies = {m.group(1).strip('"'): m.group(0) for m in _DEFINE_RE.finditer(text)}
+    debug = DebugInfo.parse(text)
+    by_addr: dict[int, Value] = {}
+    functions: dict[str, Function] = {}
+    globals_: dict[str, Value] = {}
+    global_texts: dict[str, str] = {}
+    for gv in module.global_variables:
+        v = Value("global", gv.name, str(gv.global_value_type))
+        globals_[gv.name] = v
+        by_addr[_addr(gv)] = v
+        global_texts[gv.name] = str(gv)
+    fn_refs = list(module.functions)
+    for fref in fn_refs:
+        f = Function("func", fref.name, "ptr", is_declaration=fref.is_declaration)
+        functions[f.name] = f
+        by_addr[_addr(fref)] = f
+    # First pass: create every block, argument and instruction so operands can be resolved.
+    pending: list[tuple[Instr, llvm.ValueRef]] = []
+    for fref in fn_refs:
+        f = functions[fref.name]
+        if f.is_declaration:
+            continue
+        f.text = bodies.get(fref.name, "")
+        lines = iter(_instruction_lines(f.text))
+        header = f.text.split("{", 1)[0]
+        cc = re.search(r"define (?:[\w()]+ )*?(ptx_kernel|ptx_device)\b", header)
+        f.calling_conv = cc.group(1) if cc else ""
+        for i, aref in enumerate(fref.arguments):
+            a = Argument("arg", aref.name, str(aref.type), index=i)
+            f.args.append(a)
+            by_addr[_addr(aref)] = a
+        for bref in fref.blocks:
+            b = Block("block", bref.name, "label", function=f)
+            by_addr[_addr(bref)] = b
+            f.blocks.append(b)
+            for iref in bref.instructions:
+                itext = next(lines, "") or str(iref).strip()
+                m = _DBG_RE.search(itext)
+                ins = Instr("inst", iref.name, str(iref.type), opcode=iref.opcode, block=b,
+                            text=itext, dbg=int(m.group(1)) if m else None)
+                b.instrs.append(ins)
+                by_addr[_addr(iref)] = ins
+                pending.append((ins, iref))
+        for m in _DBG_VALUE_RE.finditer(f.text):
+            var = debug.var_name(int(m.group(2)))
+            if var:
+                f.var_names.setdefault(m.group(1), var)
+    for ins, iref in pending:
+        ins.operands = [_operand(o, by_addr) for o in iref.operands]
+        if ins.opcode == "phi":
+            ins.incoming = [by_addr[_addr(b)] for b in iref.incoming_blocks]  # type: ignore[misc]
+    structs = dict(re.findall(r"^(%[-\w.$\"]+) = type (.+)$", text, re.M))
+    return ModuleView(functions, globals_, global_texts, structs, debug, text)
+
+
+def _operand(o: llvm.ValueRef, by_addr: dict[int, Value]) -> Value:
+    known = by_addr.get(_addr(o))
+    if known is not None:
+        return known
+    kind = o.value_kind.name
+    ty = str(o.type)
+    if kind == "constant_int":
+        return Const("const", "", ty, value=o.get_constant_value(signed_int=True))
+    if kind == "constant_fp":
+        return Const("const", "", ty, value=float(o.get_constant_value()))
+    if kind == "constant_pointer_null":
+        return Const("null", "", ty, value=0)
+    if kind in ("undef_value", "poison_value"):
+        return Value("undef", "", ty)
+    if kind == "constant_expr":
+        return ConstExpr("constexpr", "", ty, text=str(o))
+    return Value("other", o.name, ty)

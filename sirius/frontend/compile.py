@@ -1,0 +1,192 @@
+"""Compile `.cu` files to device and host LLVM IR with clang-22, with an on-disk cache.
+
+The cache key is a hash of the toolchain, the flags, and every input file's path and content.
+clang's dependency list (-MMD) is stored with the entry, and a hit is only taken when every user
+header it names still has the content it had, so editing an included header recompiles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import llvmlite.binding as llvm
+
+from sirius.diagnostics import FrontendError, Location
+from sirius.frontend.program import Program
+from sirius.frontend.toolchain import (
+    Toolchain,
+    cache_root,
+    device_flags,
+    host_flags,
+    toolchain,
+)
+
+_DIAG_RE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error): (?P<msg>.*)$", re.M)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return _sha(path.read_bytes())
+    except OSError:
+        return None
+
+
+def _parse_depfile(text: str) -> list[str]:
+    body = text.replace("\\\n", " ").split(":", 1)[-1]
+    return [p for p in body.split() if p]
+
+
+def _run_clang(tc: Toolchain, flags: list[str], src: Path, out: Path, depfile: Path | None,
+               extra: list[str]) -> None:
+    cmd = [tc.clang, *flags, *extra]
+    if depfile is not None:
+        cmd += ["-MMD", "-MF", str(depfile)]
+    cmd += ["-o", str(out), str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise _frontend_error(src, proc.stderr)
+
+
+def _frontend_error(src: Path, stderr: str) -> FrontendError:
+    first = _DIAG_RE.search(stderr)
+    notes: list[str] = []
+    if first:
+        loc = Location(first["file"], int(first["line"]), int(first["col"]))
+        msg = first["msg"]
+        if "texture" in msg:
+            notes.append("texture references were removed in CUDA 12 and sirius does not support "
+                         "textures; read the array through a plain pointer instead")
+    else:
+        loc, msg = Location(str(src), 1), "clang failed"
+    n_errors = len(_DIAG_RE.findall(stderr))
+    summary = f"cannot compile {src.name}: {msg}"
+    if n_errors > 1:
+        summary += f" (and {n_errors - 1} more error{'s' if n_errors > 2 else ''})"
+    # Keep clang's own text: the errors with their context lines, not the long include stacks.
+    kept = [ln for ln in stderr.splitlines() if not ln.startswith("In file included from")]
+    return FrontendError(summary, loc, diagnostics="\n".join(kept[:40]), notes=tuple(notes))
+
+
+def _parse_verified(text: str, what: str, src: Path) -> llvm.ModuleRef:
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as e:  # llvmlite reports parse and verify failures this way
+        raise FrontendError(f"clang produced {what} IR for {src.name} that LLVM rejects: {e}",
+                            Location(str(src), 1)) from e
+    return mod
+
+
+class _Cache:
+    def __init__(self, root: Path):
+        self.dir = root / "ir"
+
+    def lookup(self, key: str) -> tuple[str, str] | None:
+        entry = self.dir / key
+        try:
+            meta = json.loads((entry / "meta.json").read_text())
+            for dep, digest in meta["deps"].items():
+                if _file_digest(Path(dep)) != digest:
+                    return None
+            return (entry / "device.ll").read_text(), (entry / "host.ll").read_text()
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def store(self, key: str, device: str, host: str, deps: list[str]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.dir, prefix=".tmp-"))
+        (tmp / "device.ll").write_text(device)
+        (tmp / "host.ll").write_text(host)
+        digests = {d: _file_digest(Path(d)) for d in deps}
+        (tmp / "meta.json").write_text(json.dumps({"deps": digests}, indent=1))
+        try:
+            os.replace(tmp, self.dir / key)
+        except OSError:  # another process stored the same entry first
+            for f in tmp.iterdir():
+                f.unlink()
+            tmp.rmdir()
+
+
+def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
+                 use_cache: bool) -> tuple[str, str, bool]:
+    dflags, hflags = device_flags(tc, arch), host_flags(tc, arch)
+    h = hashlib.sha256()
+    for part in (tc.fingerprint(), arch, *dflags, "|", *hflags, "|", *extra, str(src.resolve())):
+        h.update(part.encode() + b"\0")
+    h.update(src.read_bytes())
+    key = h.hexdigest()[:32]
+    cache = _Cache(cache_root())
+    if use_cache and (hit := cache.lookup(key)) is not None:
+        return hit[0], hit[1], True
+    with tempfile.TemporaryDirectory(prefix="sirius-cc-") as tmpd:
+        tmp = Path(tmpd)
+        _run_clang(tc, dflags, src, tmp / "device.ll", tmp / "device.d", extra)
+        _run_clang(tc, hflags, src, tmp / "host.ll", tmp / "host.d", extra)
+        device, host = (tmp / "device.ll").read_text(), (tmp / "host.ll").read_text()
+        deps: set[str] = set()
+        for d in ("device.d", "host.d"):
+            deps.update(_parse_depfile((tmp / d).read_text()))
+    deps = {str(Path(d).resolve()) for d in deps} - {str(src.resolve())}
+    if use_cache:
+        cache.store(key, device, host, sorted(deps))
+    return device, host, False
+
+
+def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
+                    extra_flags: list[str] | None = None, use_cache: bool = True) -> Program:
+    """Compile one or more `.cu` files into a `Program` (modules parsed and verified)."""
+    paths = [Path(files)] if isinstance(files, (str, Path)) else [Path(f) for f in files]
+    if not paths:
+        raise FrontendError("no input files")
+    for p in paths:
+        if not p.is_file():
+            raise FrontendError(f"no such file: {p}")
+    if not re.fullmatch(r"sm_\d+a?", arch):
+        raise FrontendError(f"bad --arch {arch!r}: expected an sm_XX name such as sm_80")
+    tc = toolchain()
+    extra = list(extra_flags or [])
+    start = time.perf_counter()
+    device_mod = host_mod = None
+    all_hit = True
+    dev_texts, host_texts = [], []
+    for p in paths:
+        device, host, hit = _compile_one(tc, p, arch, extra, use_cache)
+        all_hit &= hit
+        dev_texts.append(device)
+        host_texts.append(host)
+        dmod = _parse_verified(device, "device", p)
+        hmod = _parse_verified(host, "host", p)
+        if device_mod is None:
+            device_mod, host_mod = dmod, hmod
+        else:
+            try:
+                device_mod.link_in(dmod)
+                host_mod.link_in(hmod)
+            except RuntimeError as e:
+                raise FrontendError(f"cannot link {p.name} with the other inputs: {e}",
+                                    Location(str(p), 1)) from e
+    assert device_mod is not None and host_mod is not None
+    if len(paths) > 1:
+        device_mod.verify()
+        host_mod.verify()
+    return Program(
+        files=tuple(paths),
+        arch=arch,
+        device_ir=dev_texts[0] if len(paths) == 1 else str(device_mod),
+        host_ir=host_texts[0] if len(paths) == 1 else str(host_mod),
+        cache_hit=all_hit,
+        compile_seconds=time.perf_counter() - start,
+        device_module=device_mod,
+        host_module=host_mod,
+    )

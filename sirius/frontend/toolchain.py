@@ -1,0 +1,141 @@
+"""Finding clang-22 and the CUDA toolkit, and the flags that work with this toolkit.
+
+Facts behind the flags are in DESIGN.md ("Toolchain facts"): clang-22 cannot read CUDA 13's
+version, so device-only compiles of files with launches need `-target-sdk-version=12.9`; the CUDA
+wrapper includes a curand header CUDA 13 lacks; old programs call runtime functions CUDA 13
+removed, which a force-included compatibility header maps to their replacements.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from sirius.diagnostics import ToolchainError
+
+CLANG_NAMES = ("clang-22",)
+
+# Runtime functions CUDA 13 removed, mapped to what replaced them. Only defined when the toolkit
+# no longer declares them, so a program compiled against an older toolkit is unaffected.
+COMPAT_HEADER = """\
+/* sirius compatibility header: force-included into every compile (see DESIGN.md). */
+#pragma once
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 13000
+#define cudaThreadSynchronize() cudaDeviceSynchronize()
+#define cudaThreadExit() cudaDeviceReset()
+#endif
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Toolchain:
+    clang: str
+    clang_version: str
+    cuda_path: Path
+    private_include: Path
+
+    @property
+    def compat_header(self) -> Path:
+        return self.private_include / "sirius_compat.h"
+
+    def fingerprint(self) -> str:
+        """Changes whenever a different clang, toolkit or private header would change the IR."""
+        h = hashlib.sha256()
+        h.update(self.clang_version.encode())
+        h.update(str(self.cuda_path.resolve()).encode())
+        version_file = self.cuda_path / "include" / "cuda_runtime_api.h"
+        if version_file.exists():
+            h.update(str(version_file.stat().st_size).encode())
+        h.update(COMPAT_HEADER.encode())
+        return h.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    if env := os.environ.get("SIRIUS_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "sirius"
+
+
+def find_clang() -> str:
+    if env := os.environ.get("SIRIUS_CLANG"):
+        return env
+    for name in CLANG_NAMES:
+        if path := shutil.which(name):
+            return path
+    raise ToolchainError(
+        "clang-22 was not found on PATH. Install Debian's clang-22 "
+        "(as root: apt-get update && apt-get install -y clang-22) or set SIRIUS_CLANG."
+    )
+
+
+def find_cuda() -> Path:
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    for cand in candidates:
+        if cand and (Path(cand) / "include" / "cuda_runtime.h").exists():
+            return Path(cand)
+    raise ToolchainError(
+        "no CUDA toolkit headers found (looked in $CUDA_HOME, $CUDA_PATH, /usr/local/cuda); "
+        "set CUDA_HOME to the toolkit's root"
+    )
+
+
+def _write_private_include(root: Path) -> Path:
+    inc = root / "include"
+    inc.mkdir(parents=True, exist_ok=True)
+    # clang's CUDA wrapper includes this header; CUDA 13 no longer ships it.
+    stub = inc / "curand_mtgp32_kernel.h"
+    if not stub.exists():
+        stub.write_text("/* empty: provided by sirius, missing from CUDA 13 */\n")
+    compat = inc / "sirius_compat.h"
+    if not compat.exists() or compat.read_text() != COMPAT_HEADER:
+        compat.write_text(COMPAT_HEADER)
+    return inc
+
+
+@functools.cache
+def toolchain() -> Toolchain:
+    clang = find_clang()
+    try:
+        out = subprocess.run([clang, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise ToolchainError(f"cannot run {clang} --version: {e}") from e
+    version = out.stdout.splitlines()[0] if out.stdout else "unknown"
+    cuda = find_cuda()
+    inc = _write_private_include(cache_root())
+    return Toolchain(clang=clang, clang_version=version, cuda_path=cuda, private_include=inc)
+
+
+def common_flags(tc: Toolchain, arch: str) -> list[str]:
+    return [
+        "-x", "cuda",
+        f"--cuda-path={tc.cuda_path}",
+        f"--cuda-gpu-arch={arch}",
+        "-nocudalib",
+        "-Wno-unknown-cuda-version",
+        "-isystem", str(tc.private_include),
+        "-include", str(tc.compat_header),
+        "-g",
+        "-fno-discard-value-names",
+        "-S", "-emit-llvm",
+    ]
+
+
+def device_flags(tc: Toolchain, arch: str) -> list[str]:
+    # -O2: the device IR is what later stages analyse and run; -nocudalib keeps libdevice calls.
+    return common_flags(tc, arch) + [
+        "--cuda-device-only", "-Xclang", "-target-sdk-version=12.9", "-O2",
+    ]
+
+
+def host_flags(tc: Toolchain, arch: str) -> list[str]:
+    # -O1 promotes locals to SSA and inlines the launch stubs while keeping host loops as loops;
+    # -O2 rewrites short loops into flag-driven forms (measured), which hides their trip counts.
+    return common_flags(tc, arch) + [
+        "--cuda-host-only", "-O1", "-fno-unroll-loops", "-fno-vectorize", "-fno-slp-vectorize",
+    ]

@@ -1,0 +1,99 @@
+"""Helpers shared by the tests: run `sirius inspect --json` and read its host model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from sirius.analysis.expr import evaluate_text
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "kernels"
+
+
+def inspect_doc(program: str | Path, *extra: str) -> dict:
+    """The `sirius inspect --json` document of a program (in-process, same code as the CLI)."""
+    from sirius.cli import inspect_document
+
+    path = Path(program)
+    if not path.is_absolute() and not path.exists():
+        path = KERNELS / path
+    return inspect_document([path], *extra)
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run the real `sirius` command in a subprocess (exit codes and stderr are tested)."""
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "sirius.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env=env)
+
+
+def ev(x: int | str | None, **env: int) -> int | None:
+    """Evaluate an expression of the JSON model (a number or an isl-syntax string)."""
+    return None if x is None else evaluate_text(x, env)
+
+
+def address(ref: dict, **env: int) -> tuple[str, int]:
+    """(buffer, byte offset) of a device address in the model, at loop-variable values `env`."""
+    if "rotating" in ref:
+        rot = ref["rotating"]
+        ref = rot["choices"][ev(rot["index"], **env) % len(rot["choices"])]
+    return ref["buffer"], ev(ref["offset"], **env)
+
+
+def unroll(ops: list[dict], env: dict[str, int] | None = None):
+    """Yield (op, env) for every non-loop op in execution order, loops expanded (counted only)."""
+    env = dict(env or {})
+    for op in ops:
+        if op["op"] != "loop":
+            yield op, dict(env)
+            continue
+        if op["hi"] is None:
+            raise ValueError("cannot unroll an opaque loop")
+        v, hi, step = ev(op["lo"], **env), ev(op["hi"], **env), op["step"]
+        while (v < hi) if step > 0 else (v > hi):
+            yield from unroll(op["body"], {**env, op["var"]: v})
+            v += step
+
+
+def launch_trace(doc: dict) -> list[tuple]:
+    """Every executed launch as (kernel, grid, block, smem, args) with loops expanded; a buffer
+    argument is (buffer, offset), a scalar its value."""
+    out = []
+    for op, env in unroll(doc["host"]["ops"]):
+        if op["op"] != "launch":
+            continue
+        args = []
+        for a in op["args"]:
+            if a["kind"] == "buffer":
+                args.append(address(a, **env))
+            elif a["kind"] == "scalar":
+                v = a["value"]
+                args.append(ev(v, **env) if isinstance(v, str) else v)
+            else:
+                args.append(None)
+        out.append((op["kernel"], tuple(ev(g, **env) for g in op["grid"]),
+                    tuple(ev(b, **env) for b in op["block"]), ev(op["smem"], **env), tuple(args)))
+    return out
+
+
+def structure(ops: list[dict]) -> list:
+    """The op kinds as a nested list, loops as ("loop", var, lo, hi, step, [body...])."""
+    out: list = []
+    for op in ops:
+        if op["op"] == "loop":
+            out.append(("loop", op["var"], op["lo"], op["hi"], op["step"], structure(op["body"])))
+        elif op["op"] == "launch":
+            out.append(("launch", op["kernel"]))
+        elif op["op"] == "copy":
+            out.append(("copy", op["kind"]))
+        else:
+            out.append((op["op"],))
+    return out
+
+
+def load_json(text: str) -> dict:
+    return json.loads(text)
