@@ -28,7 +28,7 @@ class Mod:
     den: int
 
     def __str__(self) -> str:
-        return f"(({self.num}) mod {self.den})"
+        return f"({self.num} mod {self.den})"
 
 
 def _atom_key(a: Atom) -> tuple[int, str]:

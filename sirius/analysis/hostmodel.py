@@ -106,11 +106,11 @@ class Alloc:
 
 @dataclass(frozen=True, slots=True)
 class Free:
-    buffer: str
+    address: Address
     loc: Location | None = None
 
     def to_json(self) -> dict:
-        return {"op": "free", "buffer": self.buffer, "loc": _loc(self.loc)}
+        return {"op": "free", **self.address.to_json(), "loc": _loc(self.loc)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,8 +128,11 @@ def common_flags(tc: Toolchain, arch: str) -> list[str]:
 
 def device_flags(tc: Toolchain, arch: str) -> list[str]:
     # -O2: the device IR is what later stages analyse and run; -nocudalib keeps libdevice calls.
+    # For optimized device code clang's -g only keeps line tables; full debug info (parameter
+    # names and C types) needs the explicit debug-info kind.
     return common_flags(tc, arch) + [
         "--cuda-device-only", "-Xclang", "-target-sdk-version=12.9", "-O2",
+        "-Xclang", "-debug-info-kind=constructor",
     ]
 
 
