@@ -13,13 +13,9 @@ from sirius.analysis.irview import build_view
 from sirius.analysis.kernels import KernelInfo, kernel_infos, kernel_to_json
 from sirius.frontend.compile import compile_program
 
-# clang's -g gives optimized device code line tables only (emissionKind: DebugDirectivesOnly);
-# parameter types need the full DILocalVariables, which this cc1 option restores. The IR
-# instructions are the same either way (only metadata differs).
-FULL_DEBUG = ["-Xclang", "-debug-info-kind=constructor"]
 
-
-def kernels(tmp_path: Path, source: str, flags: list[str] = FULL_DEBUG) -> dict[str, KernelInfo]:
+def kernels(tmp_path: Path, source: str, flags: list[str] | None = None) -> dict[str, KernelInfo]:
+    """Kernel facts of `source`; the device flags ask for full debug info (parameter types)."""
     path = tmp_path / "k.cu"
     path.write_text(source)
     program = compile_program(path, extra_flags=flags)
@@ -53,7 +49,8 @@ __global__ void plain(double *d) { d[0] = 1; }
 
 
 def test_params_without_full_debug_info(tmp_path: Path) -> None:
-    # Line tables only: names still come from the IR (-fno-discard-value-names), types are "".
+    # Line tables only (what plain -g gives optimized device code; the last -debug-info-kind
+    # wins): names still come from the IR (-fno-discard-value-names), types are "".
     ks = kernels(tmp_path, "__global__ void k(float *out, int n) { out[n] = 0; }\n",
                  flags=["-Xclang", "-debug-info-kind=line-directives-only"])
     assert [(p.name, p.type, p.ir_type) for p in ks["k"].params] == [

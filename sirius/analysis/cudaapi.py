@@ -67,7 +67,7 @@ _HARMLESS = {
     "cudaProfilerStart", "cudaProfilerStop", "cudaSetDeviceFlags", "cudaFreeHost",
     "cudaHostRegister", "cudaHostUnregister", "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
     "cudaOccupancyMaxPotentialBlockSize", "cudaStreamQuery", "cudaChooseDevice",
-    "cudaDeviceCanAccessPeer", "cudaInitDevice",
+    "cudaDeviceCanAccessPeer", "cudaInitDevice", "cudaCreateChannelDesc",
 }
 _UNSUPPORTED = {
     "cudaMallocManaged": "managed memory (cudaMallocManaged) is not supported: sirius models "
@@ -220,6 +220,13 @@ class CudaRuntime:
         self.config_loc: Location | None = None
         self.buffer_sizes: dict[str, int] = {}
         self.buffer_locs: dict[str, Location | None] = {}
+
+    def snapshot(self):
+        return (dict(self.buffer_sizes), dict(self.buffer_locs), self.pending, self.config_loc)
+
+    def restore(self, saved) -> None:
+        sizes, locs, self.pending, self.config_loc = saved
+        self.buffer_sizes, self.buffer_locs = sizes, locs
 
     def error(self, msg: str, ins: Instr, *notes: str):
         return self.interp.error(msg, ins, *notes)

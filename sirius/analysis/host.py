@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from sirius.analysis import cudaapi
 from sirius.analysis.expr import Expr
 from sirius.analysis.hostcfg import FunctionCFG, NaturalLoop
-from sirius.analysis.hostmodel import Buffer, HostProgram, Loop, Op
+from sirius.analysis.hostmodel import Buffer, DevRef, HostProgram, Loop, Op
 from sirius.analysis.hostops import binary, cast, float_binary, icmp, shift_to_packed, truth
 from sirius.analysis.hostvalues import (
     AV,
@@ -36,8 +36,8 @@ from sirius.analysis.hostvalues import (
     substitute,
 )
 from sirius.analysis.irview import Block, Const, ConstExpr, Function, Instr, ModuleView, Value
-from sirius.analysis.lltypes import TypeTable
-from sirius.analysis.loops import LoopShape, analyse_loop
+from sirius.analysis.irtypes import TypeTable
+from sirius.analysis.loops import LoopShape, analyse_loop, carried_values
 from sirius.diagnostics import HostAnalysisError, Location
 
 _IGNORED_INTRINSICS = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experimental.noalias",
@@ -78,6 +78,7 @@ class HostInterpreter:
         self.ranges: dict[str, tuple[int, int]] = {}
         self.loop_vars: set[str] = set()
         self.n_opaque = 0
+        self.probing = 0
         self.api = cudaapi.CudaRuntime(self)
 
     # entry ---------------------------------------------------------------------------------
@@ -391,7 +392,10 @@ class HostInterpreter:
         var = shape.var
         self.loop_vars.add(var)
         self.ranges[var] = shape.range
+        carried = self.carried_cells(frame, lp, shape)
         self.prehavoc_loop_stores(frame, lp)
+        for (region, off, size), v in carried.items():
+            self.mem.store(region, off, size, v)
         frame.env.update(shape.header_values)
         self.ops.append([])
         ctx = LoopCtx(lp, shape.inside)
@@ -437,6 +441,71 @@ class HostInterpreter:
                                  gpu)
             self.havoc_region(frame, region, lp.header)
         return cont, preds
+
+    def carried_cells(self, frame: Frame, lp: NaturalLoop, shape: LoopShape) -> dict:
+        """Host variables that carry values from one iteration to the next through memory
+        (pointers swapped in address-taken locals): run the body once on placeholders and see
+        what each variable holds at the end of the iteration, as the phi analysis does."""
+        cells = self.stored_cells(frame, lp)
+        if not cells:
+            return {}
+        init = {c: self.mem.load(c[0], c[1], c[2], "") for c in cells}
+        holders: dict[tuple, AV] = {}
+        for i, c in enumerate(cells):
+            ph = f"\0cell{i}"
+            if isinstance(init[c], DevPtr) and isinstance(init[c].addr, DevRef):
+                holders[c] = DevPtr(DevRef(ph))
+            elif isinstance(init[c], Int):
+                holders[c] = Int(Expr.var(ph), init[c].bits)
+        if not holders:
+            return {}
+        saved = self.snapshot(frame)
+        for (region, off, size), v in holders.items():
+            self.mem.store(region, off, size, v)
+        frame.env.update(shape.header_values)
+        self.ops.append([])
+        self.probing += 1
+        end: dict[tuple, AV] | None = None
+        try:
+            if self.walk(frame, lp.header, frozenset(), LoopCtx(lp, shape.inside),
+                         phis_done=True) is _BACKEDGE:
+                end = {c: self.mem.load(c[0], c[1], c[2], "") for c in holders}
+        except HostAnalysisError:
+            end = None
+        finally:
+            self.probing -= 1
+            self.ops.pop()
+            self.restore(frame, saved)
+        if end is None:
+            return {}
+        return carried_values(holders, init, end, shape)
+
+    def snapshot(self, frame: Frame):
+        cells = {r: dict(c) for r, c in self.mem.cells.items()}
+        return (dict(frame.env), cells, dict(self.mem.havocked), set(self.escaped),
+                self.api.snapshot(), self.n_opaque)
+
+    def restore(self, frame: Frame, saved) -> None:
+        env, cells, havocked, escaped, api, n_opaque = saved
+        frame.env.clear()
+        frame.env.update(env)
+        self.mem.cells, self.mem.havocked, self.escaped = cells, havocked, escaped
+        self.api.restore(api)
+        self.n_opaque = n_opaque
+
+    def stored_cells(self, frame: Frame, lp: NaturalLoop) -> list[tuple[Region, int, int]]:
+        out: list[tuple[Region, int, int]] = []
+        for b in lp.blocks:
+            for ins in b.instrs:
+                if ins.opcode != "store" or isinstance(ins.operands[1], Instr) and \
+                        ins.operands[1].block in lp.blocks:
+                    continue
+                ptr = self.val(frame, ins.operands[1])
+                if isinstance(ptr, HostPtr) and ptr.offset.is_const:
+                    cell = (ptr.region, ptr.offset.const, self.types.size(ins.operands[0].type))
+                    if cell not in out:
+                        out.append(cell)
+        return out
 
     def prehavoc_loop_stores(self, frame: Frame, lp: NaturalLoop) -> None:
         """Host memory a loop body writes holds different values in different iterations."""
@@ -599,7 +668,13 @@ class HostInterpreter:
         if name.startswith(_IGNORED_INTRINSICS):
             return Unknown("intrinsic")
         args = [self.val(frame, a) for a in args_v]
-        handled = self.api.call(frame, ins, name, args_v, args)
+        if self.probing:
+            try:
+                handled = self.api.call(frame, ins, name, args_v, args)
+            except HostAnalysisError as e:
+                return Unknown(e.message)
+        else:
+            handled = self.api.call(frame, ins, name, args_v, args)
         if handled is not cudaapi.NOT_HANDLED:
             return handled
         fn = self.view.functions.get(name)

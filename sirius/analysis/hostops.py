@@ -117,6 +117,14 @@ def unpack_xy(av: AV) -> tuple[AV, AV]:
         return const(c & 0xFFFFFFFF, 32), const(c >> 32, 32)
     if isinstance(av, Packed):
         return av.lo, av.hi
+    if isinstance(av, Int):
+        # x + 2^32 * y, built with `or disjoint` from a zero-extended x: split the coefficients.
+        lo_terms = {a: c for a, c in av.e.terms if c % (1 << 32)}
+        hi_terms = {a: c >> 32 for a, c in av.e.terms if not c % (1 << 32)}
+        c = av.e.const
+        lo = Expr._make(c & 0xFFFFFFFF, lo_terms)
+        hi = Expr._make(c >> 32, hi_terms)
+        return Int(lo, 32), Int(hi, 32)
     u = av if isinstance(av, Unknown) else Unknown("grid or block size is not a known value")
     return u, u
 

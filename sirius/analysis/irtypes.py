@@ -121,3 +121,53 @@ def type_size(ty: str, structs: dict[str, str] | None = None) -> int:
 def type_align(ty: str, structs: dict[str, str] | None = None) -> int:
     """ABI alignment in bytes of an LLVM type string."""
     return _layout(ty, structs)[1]
+
+
+def _split_fields(body: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in body:
+        depth += ch in "[{<(" and 1 or 0
+        depth -= ch in "]}>)" and 1 or 0
+        if ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def field_offset(ty: str, index: int, structs: dict[str, str] | None = None) -> tuple[int, str]:
+    """Byte offset and type of field `index` of a struct, or of element `index` of an array or
+    vector: what a constant GEP index selects."""
+    ty = ty.strip()
+    if ty.startswith("%"):
+        if not structs or ty not in structs:
+            raise TypeParseError(f"unknown struct type {ty}")
+        ty = structs[ty]
+    if m := re.fullmatch(r"[\[<](\d+) x (.+)[\]>]", ty):
+        return index * type_size(m.group(2), structs), m.group(2)
+    packed = ty.startswith("<{")
+    fields = _split_fields(ty[2:-2] if packed else ty[1:-1])
+    off = 0
+    for i, f in enumerate(fields):
+        if not packed:
+            off = _round_up(off, type_align(f, structs))
+        if i == index:
+            return off, f
+        off += type_size(f, structs)
+    raise TypeParseError(f"field {index} out of range in {ty}")
+
+
+class TypeTable:
+    """Sizes and field offsets of one module's types."""
+
+    def __init__(self, structs: dict[str, str]):
+        self.structs = structs
+
+    def size(self, ty: str) -> int:
+        return type_size(ty, self.structs)
+
+    def field_offset(self, ty: str, index: int) -> tuple[int, str]:
+        return field_offset(ty, index, self.structs)

@@ -5,9 +5,10 @@ Facts are counted per IR call site (after clang's -O2: an unrolled loop of N shu
 over the kernel and every device function it reaches through direct calls. A kernel is a function
 with the `ptx_kernel` calling convention (clang-22 no longer writes `!nvvm.annotations` kernels).
 Parameter C types come from the DILocalVariables (`arg: N`) of the kernel's DISubprogram; a
-module compiled with line tables only (`emissionKind: DebugDirectivesOnly`, what `-g` gives for
-optimized device code unless `-Xclang -debug-info-kind=constructor` is passed) has none: `type`
-is then "". `__launch_bounds__` is read from clang-22's "nvvm.maxntid"/"nvvm.minctasm" attributes.
+module compiled with line tables only (`emissionKind: DebugDirectivesOnly`, what plain `-g` gives
+optimized device code; sirius's device flags ask for `-debug-info-kind=constructor`) has none:
+`type` is then "". `__launch_bounds__` is read from clang-22's "nvvm.maxntid"/"nvvm.minctasm"
+function attributes.
 """
 
 from __future__ import annotations

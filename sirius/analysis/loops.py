@@ -284,3 +284,56 @@ def _solve(pred: str, a: int, r: Expr, step: int) -> Expr | None:
     if pred == "ne" and abs(step) == 1 and a in (1, -1):
         return -r if a == 1 else r
     return None
+
+
+def carried_values(holders: dict, init: dict, end: dict, shape: LoopShape) -> dict:
+    """Values of loop-carried host variables at the start of iteration `shape.var`, from what one
+    probe iteration left in them: unchanged, a constant increment, or a rotation of pointers."""
+    lo, step = shape.lo, shape.step
+    w = Expr.var(shape.var)
+    k = (w - lo) if step == 1 else w if shape.hi is None else (w - lo).floordiv(step) \
+        if step > 0 else (lo - w).floordiv(-step)
+    name_of = {}
+    for c, h in holders.items():
+        name_of[c] = h.addr.buffer if isinstance(h, DevPtr) else next(iter(h.e.variables()))
+    by_name = {n: c for c, n in name_of.items()}
+    out: dict = {}
+    sigma: dict = {}
+    for c, h in holders.items():
+        e = end[c]
+        mine = name_of[c]
+        if isinstance(h, DevPtr) and isinstance(e, DevPtr) and isinstance(e.addr, DevRef) \
+                and e.addr.buffer in by_name:
+            delta = e.addr.offset
+            src = by_name[e.addr.buffer]
+            if src is c and delta.is_const:
+                out[c] = DevPtr(offset_addr(init[c].addr, k.scale(delta.const)))
+            elif delta == Expr(0):
+                sigma[c] = src
+        elif isinstance(h, Int) and isinstance(e, Int) and mine in e.e.variables():
+            delta = e.e - Expr.var(mine)
+            if delta.is_const:
+                out[c] = Int(init[c].e + k.scale(delta.const), init[c].bits)
+        elif not (isinstance(e, DevPtr | Int) and _mentions_holder(e, by_name)) and e == init[c]:
+            out[c] = init[c]
+    seen: set = set()
+    for start in sigma:
+        if start in seen:
+            continue
+        cycle = [start]
+        while (nxt := sigma.get(cycle[-1])) is not None and nxt is not start and nxt not in cycle:
+            cycle.append(nxt)
+        if sigma.get(cycle[-1]) is not start:
+            continue
+        seen.update(cycle)
+        m = len(cycle)
+        refs = [init[c].addr for c in cycle]
+        for i, c in enumerate(cycle):
+            out[c] = DevPtr(Rotating(tuple(refs[(i + j) % m] for j in range(m)), k.mod(m)))
+    return out
+
+
+def _mentions_holder(v: AV, by_name: dict) -> bool:
+    if isinstance(v, Int):
+        return bool(v.e.variables() & set(by_name))
+    return isinstance(v, DevPtr) and isinstance(v.addr, DevRef) and v.addr.buffer in by_name

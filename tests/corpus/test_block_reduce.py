@@ -39,6 +39,17 @@ def test_entry_and_buffers(doc):
     assert SIZES == [80000, 316, 4]
 
 
+def test_buffer_roles(doc):
+    # Copied in only: input; written by kernels and copied out: output; neither: temp.
+    role = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    expected = {
+        "d_in": "input",
+        "d_partial": "temp",
+        "d_result": "output",
+    }
+    assert {n: role[n] for n in expected} == expected
+
+
 def test_launch_trace(doc):
     assert launch_trace(doc) == [
         ("reduce_sum", (NUM_BLOCKS, 1, 1), (BLOCK, 1, 1), 0,

@@ -36,6 +36,19 @@ def test_entry_and_buffers(doc):
         ("d_x", BYTES), ("d_bias", BYTES), ("d_y", BYTES), ("d_z", BYTES), ("d_out", BYTES)]
 
 
+def test_buffer_roles(doc):
+    # Copied in only: input; written by kernels and copied out: output; neither: temp.
+    role = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    expected = {
+        "d_x": "input",
+        "d_bias": "input",
+        "d_y": "temp",
+        "d_z": "temp",
+        "d_out": "output",
+    }
+    assert {n: role[n] for n in expected} == expected
+
+
 def test_launch_trace(doc):
     assert grid1d(B4) == (43, 1, 1)  # the partial last block of `square`
     assert launch_trace(doc) == [

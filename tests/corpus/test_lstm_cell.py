@@ -18,8 +18,9 @@ NAMES = ["d_w", "d_u", "d_b", "d_h", "d_c"]
 SIZES = [W_BYTES, W_BYTES, B_BYTES, H_BYTES, C_BYTES]
 
 
-def cell_args(l: int, t: int) -> tuple:
+def cell_args(layer: int, t: int) -> tuple:
     """The kernel arguments of cell (l, t) as (buffer, byte offset) pairs, mirroring main()."""
+    l = layer  # noqa: E741 (the source's loop variable)
     return (
         ("d_h", (l * (T + 1) + t + 1) * H * F),        # x
         ("d_h", ((l + 1) * (T + 1) + t) * H * F),      # h_prev
@@ -64,8 +65,8 @@ def test_structure(doc):
 
 
 def test_launch_trace(doc):
-    expected = [("lstm_cell", (H // BLOCK, 1, 1), (BLOCK, 1, 1), 0, cell_args(l, t))
-                for l in range(L) for t in range(T)]
+    expected = [("lstm_cell", (H // BLOCK, 1, 1), (BLOCK, 1, 1), 0, cell_args(layer, t))
+                for layer in range(L) for t in range(T)]
     assert len(expected) == 8
     assert launch_trace(doc) == expected
 
@@ -77,9 +78,9 @@ def test_layer_input_is_previous_layer_output(doc):
     for t in range(T):
         assert address(launch["args"][0], l=1, t=t) == address(launch["args"][6], l=0, t=t)
         # ... and the previous hidden state of (l, t+1) is what (l, t) wrote.
-        for l in range(L):
-            assert address(launch["args"][1], l=l, t=t + 1) == address(
-                launch["args"][6], l=l, t=t)
+        for layer in range(L):
+            assert address(launch["args"][1], l=layer, t=t + 1) == address(
+                launch["args"][6], l=layer, t=t)
 
 
 def test_args_are_affine_in_both_loop_variables(doc):
@@ -91,9 +92,9 @@ def test_args_are_affine_in_both_loop_variables(doc):
     for i, a in enumerate(args[:8]):
         assert "rotating" not in a
         # A plain affine offset: evaluate it directly at a few points of the domain.
-        for l in range(L):
+        for layer in range(L):
             for t in range(T):
-                assert (a["buffer"], ev(a["offset"], l=l, t=t)) == cell_args(l, t)[i]
+                assert (a["buffer"], ev(a["offset"], l=layer, t=t)) == cell_args(layer, t)[i]
 
 
 def test_memsets_and_copies(doc):

@@ -36,6 +36,19 @@ def test_entry_and_buffers(doc):
     assert SIZES == [16384, 16384, 256, 16384, 16384]
 
 
+def test_buffer_roles(doc):
+    # Copied in only: input; written by kernels and copied out: output; neither: temp.
+    role = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    expected = {
+        "d_A": "input",
+        "d_B": "input",
+        "d_bias": "input",
+        "d_C": "temp",
+        "d_out": "output",
+    }
+    assert {n: role[n] for n in expected} == expected
+
+
 def test_launch_trace(doc):
     mm_grid = ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE, 1)
     assert mm_grid == (4, 4, 1)

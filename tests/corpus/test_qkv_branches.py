@@ -38,6 +38,12 @@ def test_entry_and_buffers(doc):
     assert SIZES[:5] == [8192, 16384, 16384, 16384, 256]
 
 
+def test_buffer_roles(doc):
+    # Copied in only: input; copied out: output.
+    role = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    assert role == {**{f"d_{x}": "input" for x in INPUTS}, **{f"d_{x}": "output" for x in OUTPUTS}}
+
+
 def test_launch_trace(doc):
     grid = ((HIDDEN + BX - 1) // BX, (SEQ + BY - 1) // BY, 1)
     assert grid == (4, 2, 1)

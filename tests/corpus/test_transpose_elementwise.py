@@ -37,6 +37,17 @@ def test_entry_and_buffers(doc):
         (n, BYTES) for n in NAMES]
 
 
+def test_buffer_roles(doc):
+    # Copied in only: input; written by kernels and copied out: output; neither: temp.
+    role = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    expected = {
+        "d_in": "input",
+        "d_t": "temp",
+        "d_out": "output",
+    }
+    assert {n: role[n] for n in expected} == expected
+
+
 def test_launch_trace(doc):
     grid = ((COLS + TILE_DIM - 1) // TILE_DIM, (ROWS + TILE_DIM - 1) // TILE_DIM, 1)
     assert grid == (2, 4, 1)

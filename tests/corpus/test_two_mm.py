@@ -35,6 +35,19 @@ def test_entry_and_buffers(doc):
     assert SIZES == [6144, 7680, 5120, 5760, 4608]
 
 
+def test_buffer_roles(doc):
+    # Copied in only: input; written by kernels and copied out: output; neither: temp.
+    # (d_D is copied in AND out; its role is left to docs/host-model.md's rule.)
+    role = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    expected = {
+        "d_A": "input",
+        "d_B": "input",
+        "d_tmp": "temp",
+        "d_C": "input",
+    }
+    assert {n: role[n] for n in expected} == expected
+
+
 def test_launch_trace(doc):
     grid1 = ((NJ + BX - 1) // BX, (NI + BY - 1) // BY, 1)
     grid2 = ((NL + BX - 1) // BX, (NI + BY - 1) // BY, 1)
