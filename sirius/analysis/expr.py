@@ -28,7 +28,8 @@ class Mod:
     den: int
 
     def __str__(self) -> str:
-        return f"({self.num} mod {self.den})"
+        simple = len(self.num.terms) == 1 and self.num.terms[0][1] == 1 and not self.num.const
+        return f"({self.num} mod {self.den})" if simple else f"(({self.num}) mod {self.den})"
 
 
 def _atom_key(a: Atom) -> tuple[int, str]:
