@@ -10,6 +10,7 @@ demo: setup
 	$(SIRIUS) inspect kernels/lstm_cell.cu
 
 test: setup
+	$(VENV)/bin/ruff check sirius tests
 	$(VENV)/bin/python -m pytest -q -n 2
 
 lint: setup

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from sirius.analysis.expr import Expr, evaluate_text
 
-t, l = Expr.var("t"), Expr.var("l")
+t, l = Expr.var("t"), Expr.var("l")  # noqa: E741
 
 
 def test_canonical_and_printing():

@@ -509,7 +509,7 @@ class CudaRuntime:
                          "sirius needs every launch argument as a device buffer + offset or "
                          "a constant (possibly depending on host loop variables)")
 
-    # buffers ----------------------------------------------------------------------------------------
+    # buffers -------------------------------------------------------------------------------
     def finish_buffers(self) -> list[Buffer]:
         inputs: set[str] = set()
         outputs: set[str] = set()

@@ -35,8 +35,8 @@ from sirius.analysis.hostvalues import (
     mentions,
     substitute,
 )
-from sirius.analysis.irview import Block, Const, ConstExpr, Function, Instr, ModuleView, Value
 from sirius.analysis.irtypes import TypeTable
+from sirius.analysis.irview import Block, Const, ConstExpr, Function, Instr, ModuleView, Value
 from sirius.analysis.loops import LoopShape, analyse_loop, carried_values
 from sirius.diagnostics import HostAnalysisError, Location
 
@@ -330,7 +330,8 @@ class HostInterpreter:
 
     # effects of skipped code ----------------------------------------------------------------
     def havoc_region(self, frame: Frame, blocks, where: Block) -> None:
-        why = Unknown(f"computed by host code sirius skips (line {self.loc(where.terminator).line if self.loc(where.terminator) else '?'})")
+        loc = self.loc(where.terminator)
+        why = Unknown(f"computed by host code sirius skips (line {loc.line if loc else '?'})")
         for b in blocks:
             for ins in b.instrs:
                 frame.env[ins] = why
@@ -682,7 +683,7 @@ class HostInterpreter:
             return self.call_function(fn, args, ins)
         # An external function: assume it may write through every pointer it receives.
         if not cudaapi.is_readonly(name):
-            for a, av in zip(args_v, args, strict=True):
+            for av in args:
                 if isinstance(av, HostPtr):
                     self.escaped.add(av.region)
                     self.mem.havoc(av.region, Unknown(f"written by {name}()", self.loc(ins)))

@@ -8,7 +8,6 @@ as a number and anything else as an isl-syntax string. docs/host-model.md is the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from sirius.analysis.expr import Expr
 from sirius.diagnostics import Location
@@ -50,7 +49,7 @@ class Rotating:
         return self.choices[self.index.evaluate(env) % len(self.choices)]
 
 
-Address = Union[DevRef, Rotating]
+Address = DevRef | Rotating
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +86,7 @@ class NullArg:
         return {"kind": "null"}
 
 
-Arg = Union[BufferArg, ScalarArg, NullArg]
+Arg = BufferArg | ScalarArg | NullArg
 
 
 def _loc(loc: Location | None) -> str | None:
@@ -192,7 +191,7 @@ class Loop:
                 "body": [op.to_json() for op in self.body], "loc": _loc(self.loc)}
 
 
-Op = Union[Alloc, Free, Copy, Memset, Launch, Sync, Loop]
+Op = Alloc | Free | Copy | Memset | Launch | Sync | Loop
 
 
 @dataclass(frozen=True, slots=True)

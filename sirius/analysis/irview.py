@@ -63,9 +63,11 @@ class Instr(Value):
     def source_type(self) -> str:
         """The element type a GEP indexes or an alloca allocates."""
         if self.opcode == "getelementptr":
-            m = re.search(r"getelementptr (?:(?:inbounds|nuw|nusw|inrange\(\S+\)) )*(.+?), ptr", self.text)
+            m = re.search(r"getelementptr (?:(?:inbounds|nuw|nusw|inrange\(\S+\)) )*(.+?), ptr",
+                          self.text)
         elif self.opcode == "alloca":
-            m = re.search(r"alloca (?:inalloca )?(.+?)(?:, (?:i\d+ \S+|align \d+|addrspace).*)?(?:, !|$)", self.text)
+            m = re.search(r"alloca (?:inalloca )?(.+?)"
+                          r"(?:, (?:i\d+ \S+|align \d+|addrspace).*)?(?:, !|$)", self.text)
         else:
             m = None
         return m.group(1).strip() if m else ""

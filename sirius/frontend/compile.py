@@ -28,7 +28,8 @@ from sirius.frontend.toolchain import (
     toolchain,
 )
 
-_DIAG_RE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error): (?P<msg>.*)$", re.M)
+_DIAG_RE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): "
+                      r"(?P<sev>fatal error|error): (?P<msg>.*)$", re.M)
 
 
 def _sha(data: bytes) -> str:
