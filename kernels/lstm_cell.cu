@@ -29,10 +29,10 @@
 //   ops: 5 allocs; memset d_h 0 (3840 bytes); memset d_c 0 (2560 bytes);
 //        copy H2D d_w, d_u, d_b (whole buffers); copy H2D d_h + 256 bytes <- input (1024 bytes);
 //        loop l in [0, 2) step 1 { loop t in [0, 4) step 1 {
-//            launch lstm_cell grid (2,1,1) block (32,1,1) smem 0 args
-//              (d_h + 4*(64*(5l + t + 1)), d_h + 4*(64*(5(l+1) + t)), d_c + 4*(64*(5l + t)),
-//               d_w + 4*(16384 l), d_u + 4*(16384 l), d_b + 4*(256 l),
-//               d_h + 4*(64*(5(l+1) + t + 1)), d_c + 4*(64*(5l + t + 1)), 64) } }
+//            launch lstm_cell grid (2,1,1) block (32,1,1) smem 0 args, as byte offsets:
+//              (d_h + 1280l + 256t + 256,  d_h + 1280l + 256t + 1280,  d_c + 1280l + 256t,
+//               d_w + 65536l,  d_u + 65536l,  d_b + 1024l,
+//               d_h + 1280l + 256t + 1536,  d_c + 1280l + 256t + 256,  64) } }
 //        sync device; copy D2H <- d_h + 2816 bytes (layer 1's outputs, 1024 bytes);
 //        5 frees
 //   kernel lstm_cell: 512 bytes of static shared memory (x and h_prev staged), one barrier.

@@ -18,7 +18,8 @@
 //        loop t in [0, 5) step 1 { launch jacobi2d grid (4,4,1) block (16,16,1) smem 0
 //                                  args (in, out, 64, 64) with in = d_in at even t, d_out at
 //                                  odd t, and out the other one }
-//        sync device; copy D2H h_u <- d_out (the buffer written at t = 4); free d_in; free d_out
+//        sync device; copy D2H h_u <- d_out (the buffer written at t = 4);
+//        free d_out; free d_in (cudaFree(d_in) comes first, and d_in now points to d_out)
 //   kernel jacobi2d: no shared memory, no barriers.
 
 #include <cmath>

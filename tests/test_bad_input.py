@@ -26,6 +26,8 @@ CASES = {
     "texture_ref": "texture",
     "texture_object": "texture",
     "recursion": "recursi",
+    "unknown_scalar": "argument 'n' of k is not known",
+    "gpu_under_condition": "condition",
 }
 
 

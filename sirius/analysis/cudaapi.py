@@ -218,6 +218,7 @@ class CudaRuntime:
         self.interp = interp
         self.pending: tuple | None = None
         self.config_loc: Location | None = None
+        self.launch_loc: Location | None = None
         self.buffer_sizes: dict[str, int] = {}
         self.buffer_locs: dict[str, Location | None] = {}
 
@@ -229,6 +230,10 @@ class CudaRuntime:
         self.buffer_sizes, self.buffer_locs = sizes, locs
 
     def error(self, msg: str, ins: Instr, *notes: str):
+        if self.launch_loc is not None:  # inside a launch: name the <<<...>>> line, not the stub
+            from sirius.diagnostics import HostAnalysisError
+
+            return HostAnalysisError(msg, self.launch_loc, notes)
         return self.interp.error(msg, ins, *notes)
 
     # dispatch --------------------------------------------------------------------------
@@ -445,6 +450,13 @@ class CudaRuntime:
         func, gxy, gz, bxy, bz, argv, smem = args[:7]
         loc = self.config_loc or self.interp.loc(ins)
         self.config_loc = None
+        self.launch_loc = loc
+        try:
+            return self.launch(ins, func, gxy, gz, bxy, bz, argv, smem, loc)
+        finally:
+            self.launch_loc = None
+
+    def launch(self, ins, func, gxy, gz, bxy, bz, argv, smem, loc) -> AV:
         if not isinstance(func, FuncPtr):
             raise self.error("launch through a function pointer: sirius cannot tell which "
                              "kernel this launch runs", ins)
@@ -454,8 +466,7 @@ class CudaRuntime:
             raise self.error(f"launched kernel {kname} is not in the device code", ins)
         grid = self.dims(gxy, gz, ins, f"grid of {sig.name}")
         block = self.dims(bxy, bz, ins, f"block of {sig.name}")
-        smem_e = self.bytes_of(smem, ins, "dynamic shared memory") if isinstance(smem, Int) \
-            else self.bytes_of(smem, ins, "dynamic shared memory")
+        smem_e = self.bytes_of(smem, ins, "dynamic shared memory")
         launch_args = tuple(self.kernel_args(sig, argv, ins))
         self.interp.emit(Launch(sig.name, sig.mangled, grid, block, smem_e, launch_args, loc))
         return const(0, 32)

@@ -41,6 +41,10 @@ def test_entry_and_buffers(doc):
     assert doc["host"]["entry"] == "main"
     assert [(b["name"], b["bytes"]) for b in doc["host"]["buffers"]] == list(
         zip(NAMES, SIZES, strict=True))
+    # role: output if a D2H copy reads the buffer, else input if an H2D copy writes it.
+    # the final D2H may read d_x or d_y (it rotates), so both count as read back.
+    roles = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    assert roles == {"d_x": "output", "d_y": "output", "d_b": "input", "d_flag": "output"}
 
 
 def test_structure(doc, loop):
@@ -94,7 +98,7 @@ def test_pingpong_args(loop):
         assert "rotating" not in a
 
 
-def test_copies_outside_the_loop(doc):
+def test_copies_outside_the_loop(doc, loop):
     ops = doc["host"]["ops"]
     i_loop = next(i for i, op in enumerate(ops) if op["op"] == "loop")
     before = [(op["kind"], _ref(op["dst"]), _ref(op["src"]), ev(op["bytes"]))
@@ -109,24 +113,29 @@ def test_copies_outside_the_loop(doc):
     assert final["kind"] == "D2H"
     assert _ref(final["dst"]) == ("host", "h_x")
     assert ev(final["bytes"]) == BYTES
-    # Which allocation d_x points to after the loop depends on the parity of the (unknown) trip
-    # count: the model may say either allocation, or rotate between exactly these two; it must
-    # not name any other buffer.
+    # Which allocation d_x points to after the loop depends on the parity of the unknown trip
+    # count: the model rotates between the two with `<var>_last`, the last iteration's index.
+    # The last iteration k wrote its y, and after its swap d_x points there.
     src = final["src"]
-    if "rotating" in src:
-        assert sorted((c["buffer"], ev(c["offset"])) for c in src["rotating"]["choices"]) == [
-            ("d_x", 0), ("d_y", 0)]
-    else:
-        assert src["buffer"] in ("d_x", "d_y") and ev(src["offset"]) == 0
+    assert "rotating" in src
+    last = loop["var"] + "_last"
+    for k in range(4):
+        assert address(src, **{last: k}) == (_pingpong(k)[1], 0)
 
 
-def test_allocs_frees_syncs(doc):
+def test_allocs_frees_syncs(doc, loop):
     ops = doc["host"]["ops"]
     assert [(op["buffer"], op["bytes"]) for op in ops if op["op"] == "alloc"] == list(
         zip(NAMES, SIZES, strict=True))
-    frees = [op["buffer"] for op in ops if op["op"] == "free"]
-    assert len(frees) == 4 and frees[2:] == ["d_b", "d_flag"]
-    assert sorted(frees[:2]) == ["d_x", "d_y"]  # which first depends on the trip count's parity
+    frees = [op for op in ops if op["op"] == "free"]
+    assert len(frees) == 4
+    assert [address(op) for op in frees[2:]] == [("d_b", 0), ("d_flag", 0)]
+    # cudaFree(d_x); cudaFree(d_y): after the last iteration k the variables hold
+    # _pingpong(k + 1), i.e. (y, x) of iteration k.
+    last = loop["var"] + "_last"
+    for k in range(4):
+        x, y = _pingpong(k)
+        assert [address(op, **{last: k}) for op in frees[:2]] == [(y, 0), (x, 0)]
     assert [op["what"] for op in ops if op["op"] == "sync"] == ["device"]
 
 

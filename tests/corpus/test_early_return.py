@@ -25,6 +25,9 @@ def test_entry_and_buffers(doc):
     assert doc["host"]["entry"] == "main"
     assert [(b["name"], b["bytes"]) for b in doc["host"]["buffers"]] == [
         (n, BYTES) for n in NAMES]
+    # role: output if a D2H copy reads the buffer, else input if an H2D copy writes it.
+    roles = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    assert roles == {"d_x": "input", "d_y": "temp", "d_z": "output"}
 
 
 def test_structure(doc):
@@ -73,7 +76,7 @@ def test_allocs_frees_syncs(doc):
     ops = doc["host"]["ops"]
     assert [(op["buffer"], op["bytes"]) for op in ops if op["op"] == "alloc"] == [
         (n, BYTES) for n in NAMES]
-    assert [op["buffer"] for op in ops if op["op"] == "free"] == NAMES
+    assert [address(op) for op in ops if op["op"] == "free"] == [(n, 0) for n in NAMES]
     assert [op["what"] for op in ops if op["op"] == "sync"] == ["device"]
 
 

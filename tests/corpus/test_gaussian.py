@@ -31,6 +31,10 @@ def test_entry_and_buffers(doc):
     assert doc["host"]["entry"] == "main"
     assert [(b["name"], b["bytes"]) for b in doc["host"]["buffers"]] == list(
         zip(NAMES, SIZES, strict=True))
+    # role: output if a D2H copy reads the buffer, else input if an H2D copy writes it.
+    # all three are copied back (d_m was only memset before).
+    roles = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    assert roles == {"d_m": "output", "d_a": "output", "d_b": "output"}
 
 
 def test_structure(doc):
@@ -109,7 +113,7 @@ def test_allocs_frees_syncs(doc):
     ops = doc["host"]["ops"]
     assert [(op["buffer"], op["bytes"]) for op in ops if op["op"] == "alloc"] == list(
         zip(NAMES, SIZES, strict=True))
-    assert [op["buffer"] for op in ops if op["op"] == "free"] == NAMES
+    assert [address(op) for op in ops if op["op"] == "free"] == [(n, 0) for n in NAMES]
     loop = next(op for op in ops if op["op"] == "loop")
     assert [op["what"] for op in loop["body"] if op["op"] == "sync"] == ["device", "device"]
 

@@ -54,6 +54,11 @@ def test_entry_and_buffers(doc):
     assert doc["host"]["entry"] == "main"
     assert [(b["name"], b["bytes"]) for b in doc["host"]["buffers"]] == list(
         zip(NAMES, SIZES, strict=True))
+    # role: output if a D2H copy reads the buffer, else input if an H2D copy writes it.
+    # d_win is only memset and written by the D2D copy, then copied back.
+    roles = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    assert roles == {"d_x": "input", "d_tmp": "temp", "d_y1": "temp", "d_y2": "output",
+                     "d_rows": "input", "d_win": "output"}
 
 
 def test_structure(doc):
@@ -119,7 +124,7 @@ def test_allocs_frees_syncs(doc):
     ops = doc["host"]["ops"]
     assert [(op["buffer"], op["bytes"]) for op in ops if op["op"] == "alloc"] == list(
         zip(NAMES, SIZES, strict=True))
-    assert [op["buffer"] for op in ops if op["op"] == "free"] == NAMES
+    assert [address(op) for op in ops if op["op"] == "free"] == [(n, 0) for n in NAMES]
     assert [op["what"] for op in ops if op["op"] == "sync"] == ["device"]
 
 

@@ -48,6 +48,10 @@ def test_entry_and_buffers(doc):
     assert SIZES == [131072, 131072, 2048, 3840, 2560]
     assert [(b["name"], b["bytes"]) for b in doc["host"]["buffers"]] == list(
         zip(NAMES, SIZES, strict=True))
+    # role: output if a D2H copy reads the buffer, else input if an H2D copy writes it.
+    # d_c is only memset, never copied: temp.
+    roles = {b["name"]: b["role"] for b in doc["host"]["buffers"]}
+    assert roles == {"d_w": "input", "d_u": "input", "d_b": "input", "d_h": "output", "d_c": "temp"}
 
 
 def test_structure(doc):
@@ -118,7 +122,7 @@ def test_allocs_frees_syncs(doc):
     ops = doc["host"]["ops"]
     assert [(op["buffer"], op["bytes"]) for op in ops if op["op"] == "alloc"] == list(
         zip(NAMES, SIZES, strict=True))
-    assert [op["buffer"] for op in ops if op["op"] == "free"] == NAMES
+    assert [address(op) for op in ops if op["op"] == "free"] == [(n, 0) for n in NAMES]
     assert [op["what"] for op in ops if op["op"] == "sync"] == ["device"]
 
 
