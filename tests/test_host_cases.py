@@ -12,8 +12,9 @@ compiling every program into sirius's IR cache in background threads as soon as 
 first test runs; a test waits only for its own program (or compiles it itself if its turn has
 not come). The prefetch only warms the cache: the tests would pass without it.
 
-Tests marked xfail(strict=True) state what the model should be; the reason names the extractor
-bug that makes them fail today.
+Every test states what the model (or message) should be, derived from the program. Several of
+them found extractor bugs (single-block loops, widened induction variables, pointer-array names,
+bit-mask divisions, --entry by source name, error locations), fixed since.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def program(name: str, body: str) -> str:
     return name
 
 
-# fixtures and helpers ------------------------------------------------------------------------------
+# fixtures and helpers -----------------------------------------------------------------------------
 def _warm_cache(path: Path) -> None:
     from sirius.frontend.compile import _compile_one
     from sirius.frontend.toolchain import toolchain
@@ -223,7 +224,7 @@ def test_alloc_in_helper_names_callers_variables(prog):
     assert [op["buffer"] for op in ops_of(doc, "free")] == ["d_a", "d_b", "d_c"]
 
 
-# 3. an array of device pointers -------------------------------------------------------------------------
+# 3. an array of device pointers -------------------------------------------------------------------
 PTR_ARRAY_LOOP = program("ptr_array.cu", KERNEL_K + r"""
 int main()
 {
@@ -281,22 +282,19 @@ def test_pointer_array_allocated_element_by_element(prog):
     assert w0 in ("d_w", "d_w[0]")
     assert [b["bytes"] for b in doc["host"]["buffers"]] == [256, 512, 1024]
     assert launch_trace(doc) == [
-        *[("k", ONE, WARP, 0, (("d_w[2]", 128 * l), l)) for l in range(3)],
+        *[("k", ONE, WARP, 0, (("d_w[2]", 128 * n), n)) for n in range(3)],
         ("k", ONE, WARP, 0, (("d_w[1]", 0), 7)),
         ("k", ONE, WARP, 0, ((w0, 0), 8)),
     ]
     assert [op["buffer"] for op in ops_of(doc, "free")] == [w0, "d_w[1]", "d_w[2]"]
 
 
-@pytest.mark.xfail(strict=True, reason="extractor bug: CudaRuntime.buffer_name only adds the "
-                   "[k] suffix for a non-zero offset, so element 0 of a pointer array is named "
-                   "'d_w' while elements 1 and 2 are 'd_w[1]', 'd_w[2]'")
 def test_pointer_array_element_zero_name(prog):
     doc = inspect_doc(prog(PTR_ARRAY_FLAT))
     assert [b["name"] for b in doc["host"]["buffers"]] == ["d_w[0]", "d_w[1]", "d_w[2]"]
 
 
-# 4. triangular loop nest ---------------------------------------------------------------------------
+# 4. triangular loop nest --------------------------------------------------------------------------
 TRIANGULAR = program("triangular.cu", KERNEL_K + r"""
 int main()
 {
@@ -312,10 +310,6 @@ int main()
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="extractor bug: LLVM widens the outer induction variable "
-                   "to i64 (%indvars.iv; the #dbg_value for 't' is on its trunc), and the loop "
-                   "is named 'indvars.iv' instead of 't'; that is not even an identifier, so "
-                   "the model's expressions ('indvars.iv', '256*j') cannot be evaluated")
 def test_triangular_loop_nest(prog):
     path = prog(TRIANGULAR)
     doc = inspect_doc(path)
@@ -374,7 +368,7 @@ def test_countdown_and_step_two_loops(prog):
     assert loc_line(two["loc"]) == line_of(path, "@two")
 
 
-# 5b. loops whose body is one basic block ----------------------------------------------------------------
+# 5b. loops whose body is one basic block ----------------------------------------------------------
 SINGLE_BLOCK = program("single_block.cu", KERNEL_K + r"""
 __attribute__((noinline)) static void step(float* d, int t)
 {
@@ -396,10 +390,6 @@ int main()
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="extractor bug: a loop whose body is a single basic block "
-                   "(header == latch, the exit test after the body) is counted as top-tested in "
-                   "loops.analyse_loop ('E is lp.header' is checked before 'E is latch'), so "
-                   "for (t = 0; t < 3; ++t) gets hi 2: one iteration silently lost")
 def test_single_block_loops_keep_every_iteration(prog):
     doc = inspect_doc(prog(SINGLE_BLOCK))
     assert structure(doc["host"]["ops"]) == [
@@ -413,7 +403,7 @@ def test_single_block_loops_keep_every_iteration(prog):
     assert launch_trace(doc) == [("k", ONE, WARP, 0, (("d", 128 * t), t)) for t in range(3)]
 
 
-# 6. cudaMemcpyDefault, async copies and memsets on a stream -------------------------------------------
+# 6. cudaMemcpyDefault, async copies and memsets on a stream ---------------------------------------
 STREAMS = program("streams.cu", KERNEL_K + r"""
 #define N 256
 int main()
@@ -476,7 +466,7 @@ def test_default_kind_async_and_stream_sync(prog):
         "d_x": "output", "d_y": "output"}
 
 
-# 7. dynamic shared memory ---------------------------------------------------------------------------
+# 7. dynamic shared memory -------------------------------------------------------------------------
 DYN_SMEM = program("dyn_smem.cu", r"""
 __global__ void rev(float* x)
 {
@@ -515,7 +505,7 @@ def test_dynamic_shared_memory(prog):
     assert kern["barriers"] == 1
 
 
-# 8. struct kernel argument by value --------------------------------------------------------------------
+# 8. struct kernel argument by value ---------------------------------------------------------------
 STRUCT_ARG = program("struct_arg.cu", r"""
 struct Params {
     float* x;
@@ -547,7 +537,7 @@ def test_struct_by_value_argument_is_rejected(prog):
     expect_error(prog(STRUCT_ARG), "@launch", "struct", "'p'")
 
 
-# 8b. launch arguments and grids sirius cannot know ----------------------------------------------------------
+# 8b. launch arguments and grids sirius cannot know ------------------------------------------------
 UNKNOWN_ARG = program("unknown_arg.cu", KERNEL_K + r"""
 int main()
 {
@@ -578,7 +568,7 @@ def test_unknown_launch_values_name_the_launch_line(prog, name, phrase):
     expect_error(prog(name), "@launch", phrase, "not known")
 
 
-# 9. GPU work under a condition on host data ------------------------------------------------------------
+# 9. GPU work under a condition on host data -------------------------------------------------------
 HOST_COND = program("host_cond.cu", KERNEL_K + r"""
 #define N 256
 int main()
@@ -605,7 +595,7 @@ def test_gpu_work_under_host_data_condition(prog):
     expect_error(path, "@if", "condition")
 
 
-# 10. break out of a loop around GPU work ----------------------------------------------------------------
+# 10. break out of a loop around GPU work ----------------------------------------------------------
 FLAG_STEP = r"""
 __global__ void step(float* x, int* flag)
 {
@@ -646,9 +636,6 @@ def test_break_before_more_gpu_work_is_rejected(prog):
     assert names_line(path, "@for", err) or names_line(path, "@break", err), err
 
 
-@pytest.mark.xfail(strict=True, reason="extractor bug (misleading location): the 'several exits' "
-                   "error names the for line (the first exit) and never the break that makes "
-                   "the second exit")
 def test_break_error_names_the_break(prog):
     path = prog(BREAK_MID)
     rc, out, err = cli("inspect", path)
@@ -695,7 +682,7 @@ def test_break_at_end_of_body_is_an_opaque_loop(prog):
     assert (ref(copy["dst"]), ref(copy["src"])) == (("host", "h_flag"), ("d_flag", 0))
 
 
-# 11. error-checking idioms ---------------------------------------------------------------------------
+# 11. error-checking idioms ------------------------------------------------------------------------
 CHECKS = program("checks.cu", r"""
 #define N 512
 #define CHECK(call)                                                              \
@@ -744,7 +731,7 @@ def test_error_checks_are_ignored(prog):
         ("d_x", 512 * F, "output")]
 
 
-# 12. a device pointer in a global variable ------------------------------------------------------------
+# 12. a device pointer in a global variable --------------------------------------------------------
 GLOBAL_PTR = program("global_ptr.cu", KERNEL_K + r"""
 float* g_buf;
 
@@ -790,7 +777,7 @@ def test_global_device_pointer(prog):
     assert [op["buffer"] for op in ops_of(doc, "free")] == ["g_buf"]
 
 
-# 13. a pointer advanced every iteration ----------------------------------------------------------------
+# 13. a pointer advanced every iteration -----------------------------------------------------------
 PTR_INC = program("ptr_inc.cu", KERNEL_K + r"""
 int main()
 {
@@ -824,7 +811,7 @@ def test_pointer_increment_loop(prog):
     ]
 
 
-# 14. null, double and long long arguments ----------------------------------------------------------------
+# 14. null, double and long long arguments ---------------------------------------------------------
 SCALARS = program("scalars.cu", r"""
 __global__ void kk(float* x, const float* bias, double a, long long n)
 {
@@ -861,7 +848,7 @@ def test_null_double_and_i64_arguments(prog):
     assert [a.get("type") for a in body["args"]] == [None, None, "double", "i64"]
 
 
-# 15. --entry ---------------------------------------------------------------------------------------
+# 15. --entry --------------------------------------------------------------------------------------
 ENTRY_BODY = KERNEL_K + r"""
 %svoid run_model()
 {
@@ -892,13 +879,10 @@ def _check_run_model(doc: dict) -> None:
     assert [(b["name"], b["bytes"]) for b in doc["host"]["buffers"]] == [("d_m", 256)]
     assert structure(doc["host"]["ops"]) == [
         ("alloc",), ("loop", "l", 0, 2, 1, [("launch", "k")]), ("sync",), ("free",)]
-    assert launch_trace(doc) == [("k", (2, 1, 1), WARP, 0, (("d_m", 128 * l), l))
-                                 for l in range(2)]
+    assert launch_trace(doc) == [("k", (2, 1, 1), WARP, 0, (("d_m", 128 * n), n))
+                                 for n in range(2)]
 
 
-@pytest.mark.xfail(strict=True, reason="extractor bug: --entry looks the name up among IR "
-                   "symbols only, so a C++ function must be given mangled (_Z9run_modelv); "
-                   "'--entry run_model' says it is not defined")
 def test_entry_cpp_function(prog):
     # A user names the function as written in the source; C++ mangling is sirius's business.
     proc = run_cli("inspect", "--json", "--entry", "run_model", str(prog(ENTRY_CPP)))
@@ -926,7 +910,7 @@ def test_missing_entry_is_rejected(prog):
     assert "no_such_fn" in err and "not defined" in err, err
 
 
-# 16. loops with data-dependent trip counts ---------------------------------------------------------------
+# 16. loops with data-dependent trip counts --------------------------------------------------------
 FLAG_RELAX = r"""
 __global__ void relax(float* x, int* flag)
 {
@@ -1063,7 +1047,7 @@ def test_text_output(prog):
     assert names_line(path, "@launch", launch)
 
 
-# more cases ----------------------------------------------------------------------------------------
+# more cases ---------------------------------------------------------------------------------------
 NAMES = program("names.cu", KERNEL_K + r"""
 struct Bufs {
     float* a;
@@ -1186,10 +1170,6 @@ int main()
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="extractor bug: for i in [0, 3) LLVM rewrites (i / 2) * 32 "
-                   "as (i << 4) & 32; `and` with a constant mask is not modelled, so a division "
-                   "of a provably non-negative loop variable (which the doc says is modelled) is "
-                   "rejected ('pointer offset sirius cannot follow')")
 def test_division_of_loop_variable_in_offset(prog):
     doc = inspect_doc(prog(DIVISION))
     assert launch_trace(doc) == [("k", ONE, WARP, 0, (("d", (i // 2) * 128), i))
@@ -1219,15 +1199,11 @@ def test_continue_around_gpu_work_is_rejected(prog):
     assert "condition" in err or "continue" in err, err
 
 
-@pytest.mark.xfail(strict=True, reason="extractor bug (misleading, nondeterministic note): "
-                   "HostInterpreter.skip_condition takes the first GPU-work instruction of a "
-                   "set of blocks (CFG.reachable returns a set, ordered by object hash), so "
-                   "'the GPU work is at ...' names the launch line in some runs and the kernel "
-                   "definition (the inlined stub's cudaLaunchKernel) in others")
+# Not strict: the bug is nondeterministic, so a run where every analysis happens to pick the
+# launch would XPASS; strict=True would make this test flaky.
 @pytest.mark.parametrize("name", [HOST_COND, CONTINUE])
 def test_condition_error_note_names_the_launch(prog, name):
-    # Run the analysis several times: the note must name the launch every time (with a coin
-    # flip per run, 12 runs all right by chance happen once in 4096).
+    # Run the analysis several times: the note must name the launch every time.
     from sirius.cli import inspect_document
     from sirius.diagnostics import SiriusError
 

@@ -289,9 +289,10 @@ class CudaRuntime:
         r = p.region
         base = r.name
         off = p.offset.const if p.offset.is_const else None
-        if off:
-            base = f"{base}[{off // 8}]" if r.elem_type.endswith("x ptr]") and off % 8 == 0 \
-                else f"{base}+{off}"
+        if r.elem_type.endswith("x ptr]") and off is not None and off % 8 == 0:
+            base = f"{base}[{off // 8}]"
+        elif off:
+            base = f"{base}+{off}"
         name, n = base, 1
         while name in self.buffer_sizes:
             n += 1

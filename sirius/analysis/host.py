@@ -84,11 +84,27 @@ class HostInterpreter:
     # entry ---------------------------------------------------------------------------------
     def run(self) -> HostProgram:
         fn = self.view.functions.get(self.entry)
+        if fn is None:
+            fn = self.entry_by_source_name()
         if fn is None or fn.is_declaration:
             raise HostAnalysisError(f"the host entry function '{self.entry}' is not defined "
                                     "in the program (use --entry NAME to pick another)")
         self.call_function(fn, [], None)
         return HostProgram(self.entry, tuple(self.api.finish_buffers()), tuple(self.ops[0]))
+
+    def entry_by_source_name(self) -> Function | None:
+        import re
+
+        found = []
+        for f in self.view.functions.values():
+            m = re.search(r"!dbg !(\d+)", f.text.split("{", 1)[0]) if f.text else None
+            if m and self.view.debug.string(int(m.group(1)), "name") == self.entry:
+                found.append(f)
+        if len(found) > 1:
+            raise HostAnalysisError(f"several host functions are named '{self.entry}' "
+                                    f"({', '.join(f.name for f in found)}); pass the symbol "
+                                    "name to --entry")
+        return found[0] if found else None
 
     def emit(self, op: Op) -> None:
         self.ops[-1].append(op)
@@ -193,7 +209,7 @@ class HostInterpreter:
         return self.gpu_fn["<indirect>"]
 
     def blocks_do_gpu_work(self, blocks) -> Instr | None:
-        for b in blocks:
+        for b in sorted(blocks, key=lambda b: b.function.blocks.index(b) if b.function else 0):
             for i in b.instrs:
                 if self.instr_does_gpu_work(i):
                     return i
@@ -570,7 +586,9 @@ class HostInterpreter:
             return Unknown("store")
         if op in ("call", "invoke"):
             return self.call(frame, ins)
-        if op in ("fcmp", "extractvalue", "insertvalue", "extractelement", "insertelement",
+        if op == "fcmp":
+            return Unknown("a floating-point comparison of host data", self.loc(ins))
+        if op in ("extractvalue", "insertvalue", "extractelement", "insertelement",
                   "shufflevector", "landingpad", "va_arg", "atomicrmw", "cmpxchg", "fence"):
             return Unknown(f"'{op}' in host code")
         return Unknown(f"unsupported host instruction '{op}'")

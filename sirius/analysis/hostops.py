@@ -62,8 +62,11 @@ def binary(op: str, a: AV, b: AV, ty: str, ranges: Ranges, flags: str = "") -> A
             return Int(x.mod(d), bits)
         if op in ("lshr", "ashr") and _nonneg(x, ranges):
             return Int(x.floordiv(1 << d), bits)
-        if op == "and" and d & (d + 1) == 0 and _nonneg(x, ranges):
-            return Int(x.mod(d + 1), bits)
+        if op == "and" and _nonneg(x, ranges):
+            low = (d & -d).bit_length() - 1  # mask = 2^low * (2^width - 1): contiguous bits
+            width = (d >> low).bit_length()
+            if (d >> low) == (1 << width) - 1:
+                return Int(x.floordiv(1 << low).mod(1 << width).scale(1 << low), bits)
     return Unknown(f"'{op}' of a loop-dependent value is not quasi-affine")
 
 
@@ -160,7 +163,7 @@ def icmp(pred: str, a: AV, b: AV, ty: str, ranges: Ranges) -> AV:
                     return const(int(compare_ints(p, bd[0], 0, 64)), 1)
             elif lo_t == hi_t:
                 return const(int(lo_t), 1)
-        return Unknown(f"condition depends on loop variables ({a.e} {pred} {b.e})")
+        return Unknown(f"loop variables ({a.e} {pred} {b.e})")
     if pred in ("eq", "ne"):
         same = _pointer_equal(a, b)
         if same is not None:

@@ -61,9 +61,11 @@ def analyse_loop(interp: HostInterpreter, frame: Frame, lp: NaturalLoop,
     if not exiting:
         raise interp.error("a host loop around GPU work never exits", lp.header.terminator)
     if len(exiting) > 1:
-        raise interp.error("a host loop around GPU work has several exits (break or return "
-                           "inside the loop); sirius cannot model it",
-                           exiting[1].terminator)
+        extra = [e for e in exiting if e is not latch and e is not lp.header] or exiting[1:]
+        raise interp.error("a host loop around GPU work has several exits (a break or return "
+                           "inside the loop, here); sirius cannot model it",
+                           extra[0].terminator,
+                           f"the loop starts at {interp.loc(lp.header.terminator) or '?'}")
     E = exiting[0]
     term = E.terminator
     succs = term.successors()
@@ -85,7 +87,8 @@ def analyse_loop(interp: HostInterpreter, frame: Frame, lp: NaturalLoop,
                               if b is latch)
     ivs = [(phi, s) for phi in phis if (s := _step_of(phi, latch_val[phi])) and
            isinstance(init[phi], Int)]
-    tested = "top" if E is lp.header else "bottom" if E is latch else "middle"
+    # The latch test runs after the body; this also covers single-block loops (header == latch).
+    tested = "bottom" if E is latch else "top" if E is lp.header else "middle"
     counted = None
     if tested != "middle" and isinstance(term.operands[0], Instr) and \
             term.operands[0].opcode == "icmp":
@@ -98,7 +101,7 @@ def analyse_loop(interp: HostInterpreter, frame: Frame, lp: NaturalLoop,
     loc_ins = term
     if counted is not None:
         lo, hi, step, trips = counted
-        var = _unique(interp, frame.fn.var_names.get(iv_phi.name) or _clean(iv_phi.name))
+        var = _unique(interp, _iv_name(frame, lp, iv_phi))
         w = Expr.var(var)
         k = (w - lo) if step == 1 else (w - lo).floordiv(step) if step > 0 else \
             (lo - w).floordiv(-step)
@@ -143,6 +146,27 @@ def analyse_loop(interp: HostInterpreter, frame: Frame, lp: NaturalLoop,
             f"'{frame.fn.var_names.get(phi.name) or _clean(phi.name)}' changes from one "
             "iteration to the next in a way sirius cannot follow", interp.loc(loc_ins)))
     return LoopShape(var, lo, hi, step, trips, rng, last, values, inside, E, term, exit_target)
+
+
+def _iv_name(frame, lp: NaturalLoop, phi: Instr) -> str:
+    """The source name of an induction variable; LLVM may have widened it to i64 and put the
+    debug record on a truncation of the phi."""
+    names = frame.fn.var_names
+    if phi.name in names:
+        return _identifier(names[phi.name])
+    for b in lp.blocks:
+        for ins in b.instrs:
+            if ins.opcode in ("trunc", "zext", "sext") and ins.operands[0] is phi and \
+                    ins.name in names:
+                return _identifier(names[ins.name])
+    return _identifier(_clean(phi.name))
+
+
+def _identifier(name: str) -> str:
+    import re
+
+    name = re.sub(r"\W", "_", name.split(".")[-1] if "." in name else name)
+    return name if name and not name[0].isdigit() else f"v{name}"
 
 
 def _clean(name: str) -> str:
