@@ -37,10 +37,13 @@ def analyse(files: list[Path], entry: str = "main", arch: str = "sm_80",
 def inspect_document(files: list[Path | str], entry: str = "main", arch: str = "sm_80",
                      flags: list[str] | None = None, use_cache: bool = True) -> dict:
     """The `sirius inspect --json` document (docs/host-model.md is its schema)."""
+    paths = [Path(f) for f in files]
+    return _document(paths, arch, *analyse(paths, entry, arch, flags, use_cache)[1:])
+
+
+def _document(paths: list[Path], arch: str, kernels, host_program) -> dict:
     from sirius.analysis.kernels import kernel_to_json
 
-    paths = [Path(f) for f in files]
-    program, kernels, host_program = analyse(paths, entry, arch, flags, use_cache)
     return {
         "sirius": __version__,
         "files": [str(p) for p in paths],
@@ -161,10 +164,11 @@ def render_text(doc: dict) -> str:
 # commands --------------------------------------------------------------------------------------
 def _cmd_inspect(args: argparse.Namespace) -> int:
     flags = [f"-I{d}" for d in args.include] + [f"-D{d}" for d in args.define]
-    doc = inspect_document(args.files, entry=args.entry, arch=args.arch, flags=flags,
-                           use_cache=not args.no_cache)
+    paths = [Path(f) for f in args.files]
+    program, kernels, host_program = analyse(paths, args.entry, args.arch, flags,
+                                             not args.no_cache)
+    doc = _document(paths, args.arch, kernels, host_program)
     if args.emit_ir:
-        program = _program([Path(f) for f in args.files], args.arch, flags, True)
         out = Path(args.emit_ir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "device.ll").write_text(program.device_ir)

@@ -189,8 +189,7 @@ def kernel_signatures(device: ModuleView) -> dict[str, KernelSig]:
         if fn.is_declaration or fn.calling_conv != "ptx_kernel":
             continue
         header = fn.text.split("{", 1)[0]
-        m = re.search(r"!dbg !(\d+)", header)
-        name = device.debug.string(int(m.group(1)), "name") if m else None
+        name = device.source_name(fn)
         params = header[header.index("(") + 1: header.rindex(")")]
         pieces = [p for p in re.split(r",(?![^()]*\))", params) if p.strip()]
         out[fn.name] = KernelSig(
@@ -358,12 +357,8 @@ class CudaRuntime:
         dst, src, n, kind = args[0], args[1], args[2], args[3]
         k = kind.e.const if isinstance(kind, Int) and kind.e.is_const else None
         if k == 4 or k is None:  # cudaMemcpyDefault: the pointers say which way
-            k = {(True, False): 1, (False, True): 2, (True, True): 3, (False, False): 0}[
-                (isinstance(src, HostPtr) or isinstance(src, Unknown) and not
-                 isinstance(dst, HostPtr), isinstance(dst, HostPtr))] if k is None else \
-                (1 if isinstance(dst, DevPtr) and isinstance(src, HostPtr) else
-                 2 if isinstance(src, DevPtr) and isinstance(dst, HostPtr) else
-                 3 if isinstance(src, DevPtr) and isinstance(dst, DevPtr) else 0)
+            k = {(False, True): 1, (True, False): 2, (True, True): 3}.get(
+                (isinstance(src, DevPtr), isinstance(dst, DevPtr)), 0)
         if k == 0:
             return self.host_memcpy([dst, src, n], ins)
         nbytes = self.bytes_of(n, ins, "copy")

@@ -12,6 +12,7 @@ cannot represent faithfully raises HostAnalysisError at the source line responsi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from sirius.analysis import cudaapi
@@ -33,6 +34,7 @@ from sirius.analysis.hostvalues import (
     const,
     int_bits,
     mentions,
+    offset_addr,
     substitute,
 )
 from sirius.analysis.irtypes import TypeTable
@@ -93,13 +95,8 @@ class HostInterpreter:
         return HostProgram(self.entry, tuple(self.api.finish_buffers()), tuple(self.ops[0]))
 
     def entry_by_source_name(self) -> Function | None:
-        import re
-
-        found = []
-        for f in self.view.functions.values():
-            m = re.search(r"!dbg !(\d+)", f.text.split("{", 1)[0]) if f.text else None
-            if m and self.view.debug.string(int(m.group(1)), "name") == self.entry:
-                found.append(f)
+        found = [f for f in self.view.functions.values()
+                 if not f.is_declaration and self.view.source_name(f) == self.entry]
         if len(found) > 1:
             raise HostAnalysisError(f"several host functions are named '{self.entry}' "
                                     f"({', '.join(f.name for f in found)}); pass the symbol "
@@ -145,8 +142,6 @@ class HostInterpreter:
         return r
 
     def const_expr(self, v: ConstExpr) -> AV:
-        import re
-
         m = re.search(r"getelementptr (?:inbounds |nuw |nusw )*\((.+?), ptr @([-\w.$]+), (.*)\)",
                       v.text)
         if m:
@@ -531,9 +526,10 @@ class HostInterpreter:
             for ins in b.instrs:
                 if ins.opcode != "store":
                     continue
-                ptr = frame.env.get(ins.operands[1], self.val(frame, ins.operands[1])) \
-                    if ins.operands[1] in frame.env or not isinstance(ins.operands[1], Instr) \
-                    else None
+                target = ins.operands[1]
+                # A pointer computed inside the body has no value yet: resolve its base instead.
+                ptr = None if isinstance(target, Instr) and target not in frame.env \
+                    else self.val(frame, target)
                 if isinstance(ptr, HostPtr) and ptr.offset.is_const:
                     size = self.types.size(ins.operands[0].type)
                     self.mem.havoc_cell(ptr.region, ptr.offset.const, size, why)
@@ -623,8 +619,6 @@ class HostInterpreter:
         except (ValueError, KeyError) as e:
             return Unknown(f"cannot lay out type {ty}: {e}")
         if isinstance(base, DevPtr):
-            from sirius.analysis.hostvalues import offset_addr
-
             return DevPtr(offset_addr(base.addr, total))
         return HostPtr(base.region, base.offset + total)
 

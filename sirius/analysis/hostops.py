@@ -15,7 +15,6 @@ from sirius.analysis.hostvalues import (
     const,
     int_bits,
     offset_addr,
-    wrap,
 )
 
 Ranges = dict[str, tuple[int, int]]
@@ -220,6 +219,3 @@ def truth(av: AV) -> bool | None:
         return av.e.const != 0
     return None
 
-
-def wrap_const(v: int, ty: str) -> Int:
-    return const(wrap(v, int_bits(ty)), int_bits(ty))

@@ -113,6 +113,7 @@ class Function(Value):
     calling_conv: str = ""
     attributes: str = ""
     var_names: dict[str, str] = field(default_factory=dict)  # SSA name -> source variable
+    subprogram: int | None = None  # the DISubprogram of the definition, when compiled with -g
 
     @property
     def entry(self) -> Block:
@@ -130,6 +131,10 @@ class ModuleView:
 
     def loc(self, inst: Instr) -> Location | None:
         return self.debug.location(inst.dbg) if inst.dbg is not None else None
+
+    def source_name(self, fn: Function) -> str | None:
+        """The function's name in the source (a kernel's `step`, not `_Z4stepPKfPfif`)."""
+        return self.debug.string(fn.subprogram, "name")
 
 
 def _addr(ref: llvm.ValueRef) -> int:
@@ -183,6 +188,8 @@ def build_view(module: llvm.ModuleRef) -> ModuleView:
         f.text = bodies.get(fref.name, "")
         lines = iter(_instruction_lines(f.text))
         header = f.text.split("{", 1)[0]
+        sp = re.search(r"!dbg !(\d+)", header)
+        f.subprogram = int(sp.group(1)) if sp else None
         cc = re.search(r"define (?:[\w()]+ )*?(ptx_kernel|ptx_device)\b", header)
         f.calling_conv = cc.group(1) if cc else ""
         for i, aref in enumerate(fref.arguments):

@@ -246,8 +246,7 @@ def kernel_infos(view: ModuleView) -> list[KernelInfo]:
         if f.calling_conv != "ptx_kernel":
             continue
         header = f.text.split("\n", 1)[0]
-        m = re.search(r"!dbg !(\d+)", header)
-        sp = int(m.group(1)) if m else None
+        sp = f.subprogram
         dbg_args = arg_vars.get(sp, {}) if sp is not None else {}
         params = tuple(
             Param(dbg_args.get(a.index + 1, (a.name, None))[0] or a.name,

@@ -3,6 +3,7 @@ in iteration k (constant, affine in k, or rotating through a cycle of pointers).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -163,8 +164,6 @@ def _iv_name(frame, lp: NaturalLoop, phi: Instr) -> str:
 
 
 def _identifier(name: str) -> str:
-    import re
-
     name = re.sub(r"\W", "_", name.split(".")[-1] if "." in name else name)
     return name if name and not name[0].isdigit() else f"v{name}"
 
