@@ -208,7 +208,27 @@ def build_parser() -> argparse.ArgumentParser:
     cc = sub.add_parser("compile", help="compile to LLVM IR (through the cache) and time it")
     common(cc)
     cc.set_defaults(func=_cmd_compile_stats)
+
+    # Commands that live beside the stage they drive; each module has
+    # `register(sub, common)` adding its parser(s) with `set_defaults(func=...)`.
+    import importlib
+
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:  # the module exists but something it imports does not
+                raise
+            continue
+        module.register(sub, common)
     return p
+
+
+_COMMAND_MODULES = (
+    "sirius.runtime.cli",        # sirius run
+    "sirius.analysis.cli",       # sirius analyze
+    "sirius.frontend.tvm_cli",   # sirius import-tvm
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,97 @@
+"""JIT-compile rewritten device code for the host, one copy per worker.
+
+The host module is parsed, verified, optimized (LLVM's O2 pipeline) and compiled to one object
+file, cached on disk by the hash of its text. Every worker then loads that object into its own
+MCJIT engine, so each worker has its own `@__sirius_ctx` and `@__sirius_smem`: the runtime runs
+workers on different OS threads without any thread-local storage in JIT code.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+
+from sirius.analysis.irview import ModuleView
+from sirius.diagnostics import SiriusError
+from sirius.frontend.toolchain import cache_root
+from sirius.runtime.cpu import native
+from sirius.runtime.cpu.rewrite import HostModule, rewrite
+
+
+def _machine():
+    import llvmlite.binding as llvm
+
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), opt=2,
+                                        codemodel="jitdefault")
+
+
+@functools.cache
+def _target():
+    """llvmlite, the target machine that compiles, and the host triple.
+
+    An MCJIT engine takes ownership of the target machine it is created with, so every engine
+    gets a fresh one (`_machine()`); this one only compiles objects."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm, _machine(), llvm.get_process_triple()
+
+
+@dataclass
+class Engine:
+    """One worker's copy of the module: its context, shared memory and thread functions."""
+
+    engine: object
+    obj: object  # the loaded object file: it must outlive the engine
+    ctx: int
+    smem: int
+    thread_fns: dict[str, int]
+
+
+class JitModule:
+    def __init__(self, view: ModuleView, instrument: bool = False, source: str = "device code"):
+        llvm, tm, triple = _target()
+        lib = native.library()
+        self.host: HostModule = rewrite(view, str(tm.target_data), triple,
+                                        lambda name: hasattr(lib, name), instrument)
+        self.instrument = instrument
+        key = hashlib.sha256(self.host.text.encode() + llvm.llvm_version_info.__repr__().encode()
+                             + tm.triple.encode()).hexdigest()[:24]
+        path = cache_root() / "jit" / f"{key}.o"
+        if path.exists():
+            self.object = path.read_bytes()
+        else:
+            self.object = self._compile(llvm, tm, source)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{id(self)}.tmp")
+            tmp.write_bytes(self.object)
+            tmp.replace(path)
+        self._engines: list[Engine] = []
+
+    def _compile(self, llvm, tm, source: str) -> bytes:
+        try:
+            mod = llvm.parse_assembly(self.host.text)
+            mod.verify()
+        except RuntimeError as e:  # a rewrite the verifier rejects is a bug in sirius
+            raise SiriusError(f"internal: the CPU rewrite of {source} does not verify: {e}") \
+                from e
+        pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        return tm.emit_object(mod)
+
+    def engines(self, n: int) -> list[Engine]:
+        llvm = _target()[0]
+        while len(self._engines) < n:
+            ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine())
+            obj = llvm.ObjectFileRef.from_data(self.object)
+            ee.add_object_file(obj)
+            ee.finalize_object()
+            fns = {k.name: ee.get_function_address(k.thread_fn)
+                   for k in self.host.kernels.values()}
+            self._engines.append(Engine(ee, obj, ee.get_global_value_address("__sirius_ctx"),
+                                        ee.get_global_value_address("__sirius_smem"), fns))
+        return self._engines[:n]

@@ -1,0 +1,648 @@
+// sirius_rt.c -- the C half of sirius's CPU executor.
+//
+// Device code (NVPTX LLVM IR rewritten for the host by sirius/runtime/cpu/rewrite.py) is
+// JIT-compiled once per worker, so every worker has its own copy of the module's globals: the
+// per-thread context `__sirius_ctx` (thread/block ids, counters) and the block's shared memory.
+// This file schedules a launch over those workers:
+//   * kernels without barriers or warp operations run each thread of a block to completion, one
+//     after the other, in the requested order (the fast path);
+//   * other kernels run every thread of a block as a fiber (ucontext); a barrier or a warp
+//     operation switches back to the block's scheduler, which releases a barrier once every
+//     thread of the block waits on it and completes a warp operation once every live lane of
+//     the warp asks for it.  A barrier that cannot complete is reported, never waited on.
+// It also provides the bounds checker, the access tracer and the libdevice (__nv_*) functions.
+//
+// Built by sirius/runtime/cpu/rtlib.py with clang (-O2 -shared -fPIC); loaded with ctypes and
+// with llvmlite's load_library_permanently so the JIT resolves its symbols.
+
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+
+// ---- the per-worker context seen by JIT code (offsets mirrored in rewrite.py) ---------------
+typedef struct worker worker;
+typedef struct {
+    uint32_t tid[3], ntid[3], ctaid[3], nctaid[3]; // 0..47
+    uint64_t icount, gld, gst, sld, sst;           // 48, 56, 64, 72, 80
+    worker *w;                                      // 88
+    char *smem;                                     // 96
+    uint64_t smem_size;                             // 104
+} sirius_ctx;
+
+_Static_assert(__builtin_offsetof(sirius_ctx, icount) == 48, "ctx layout");
+_Static_assert(__builtin_offsetof(sirius_ctx, w) == 88, "ctx layout");
+_Static_assert(__builtin_offsetof(sirius_ctx, smem_size) == 104, "ctx layout");
+
+typedef void (*thread_fn)(void **args);
+
+enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
+enum { RUN = 0, AT_BARRIER = 1, AT_WARP = 2, EXITED = 3 };
+enum { FAULT_NONE = 0, FAULT_BOUNDS = 1, FAULT_BARRIER = 2, FAULT_WARP = 3, FAULT_STACK = 4 };
+enum { W_SHFL_IDX = 0, W_SHFL_UP = 1, W_SHFL_DOWN = 2, W_SHFL_BFLY = 3, W_BALLOT = 4,
+       W_ANY = 5, W_ALL = 6, W_UNI = 7, W_SYNC = 8, W_MATCH_ANY = 9 };
+
+// A launch as Python describes it (ctypes mirror in sirius/runtime/cpu/native.py).
+typedef struct {
+    int32_t nworkers;
+    int32_t use_fibers;
+    sirius_ctx **ctx;       // per worker
+    thread_fn *fn;          // per worker
+    void **args;
+    uint32_t grid[3], block[3];
+    int32_t order;
+    uint64_t seed;
+    int32_t check_bounds;
+    int32_t trace;
+    int32_t nallocs;
+    uint64_t *alloc_lo, *alloc_hi; // sorted
+    uint64_t stack_bytes;
+    // results
+    uint64_t counters[6];    // instructions, global ld, global st, shared ld, shared st, barriers
+    int32_t fault;
+    uint32_t fault_block[3], fault_thread[3];
+    uint64_t fault_addr;
+    uint32_t fault_size, fault_kind, fault_site, fault_waiting, fault_exited;
+    // trace results: per worker arrays of records
+    void **trace_ptr;
+    uint64_t *trace_len;
+} launch_desc;
+
+typedef struct {
+    uint32_t block, thread; // linear ids
+    uint64_t addr;
+    uint32_t size;
+    uint32_t kind;
+} trace_rec;
+
+typedef struct {
+    ucontext_t uc;
+    uint32_t tid[3];
+    int state;
+    int bar_id, bar_count, bar_site, bar_red, bar_pred;
+    int wop;
+    uint32_t wmask, wval, wb, wc, wresult;
+} fiber;
+
+struct worker {
+    launch_desc *d;
+    sirius_ctx *ctx;
+    thread_fn fn;
+    int index;
+    // fibers
+    int nthreads;
+    fiber *fibers;
+    char *stacks;
+    size_t stack_bytes, stacks_cap;
+    ucontext_t sched;
+    int cur;          // fiber running, -1 outside fiber mode
+    jmp_buf jb;       // fast path fault exit
+    int faulted;
+    uint64_t barriers;
+    uint32_t block_linear;
+    uint32_t *perm;
+    uint64_t rng;
+    trace_rec *trace;
+    uint64_t trace_len, trace_cap;
+};
+
+static __thread worker *tls_worker;
+
+static uint64_t splitmix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void make_order(uint32_t *perm, uint32_t n, int order, uint64_t *rng) {
+    for (uint32_t i = 0; i < n; ++i) perm[i] = order == ORDER_REVERSE ? n - 1 - i : i;
+    if (order == ORDER_RANDOM)
+        for (uint32_t i = n; i > 1; --i) {
+            uint32_t j = (uint32_t)(splitmix(rng) % i);
+            uint32_t t = perm[i - 1]; perm[i - 1] = perm[j]; perm[j] = t;
+        }
+}
+
+static void set_ids(sirius_ctx *c, const uint32_t *block, uint32_t linear) {
+    c->tid[0] = linear % block[0];
+    c->tid[1] = (linear / block[0]) % block[1];
+    c->tid[2] = linear / (block[0] * block[1]);
+}
+
+// ---- faults ---------------------------------------------------------------------------------
+// 1 when this is the launch's first fault (the one reported); later ones are dropped.
+static int record_fault(worker *w, int kind) {
+    launch_desc *d = w->d;
+    int32_t none = FAULT_NONE;
+    if (!__atomic_compare_exchange_n(&d->fault, &none, kind, 0, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST))
+        return 0;
+    memcpy(d->fault_block, w->ctx->ctaid, sizeof d->fault_block);
+    memcpy(d->fault_thread, w->ctx->tid, sizeof d->fault_thread);
+    return 1;
+}
+
+static _Noreturn void leave_block(worker *w) {
+    w->faulted = 1;
+    if (w->cur >= 0) {
+        setcontext(&w->sched);
+    }
+    longjmp(w->jb, 1);
+}
+
+// ---- bounds checks and traces (called from instrumented JIT code) ----------------------------
+static int in_allocation(launch_desc *d, uint64_t a, uint64_t size) {
+    int lo = 0, hi = d->nallocs - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (a < d->alloc_lo[mid]) hi = mid - 1;
+        else if (a >= d->alloc_hi[mid]) lo = mid + 1;
+        else return a + size <= d->alloc_hi[mid];
+    }
+    return 0;
+}
+
+static int on_stack(worker *w, uint64_t a) {
+    if (w->cur >= 0) {
+        uint64_t lo = (uint64_t)(w->stacks + (size_t)w->cur * w->stack_bytes);
+        return a >= lo && a < lo + w->stack_bytes;
+    }
+    char here;
+    uint64_t sp = (uint64_t)&here;
+    return a >= sp - (1u << 20) && a < sp + (8u << 20);
+}
+
+void sirius_rt_access(sirius_ctx *c, void *p, uint32_t size, uint32_t kind, uint32_t site) {
+    worker *w = c->w;
+    launch_desc *d = w->d;
+    uint64_t a = (uint64_t)p;
+    if (d->check_bounds) {
+        int ok = (a - (uint64_t)c->smem < c->smem_size && a + size <= (uint64_t)c->smem + c->smem_size)
+                 || in_allocation(d, a, size) || on_stack(w, a);
+        if (!ok) {
+            if (record_fault(w, FAULT_BOUNDS)) {
+                d->fault_addr = a;
+                d->fault_size = size;
+                d->fault_kind = kind;
+                d->fault_site = site;
+            }
+            leave_block(w);
+        }
+    }
+    if (d->trace && !on_stack(w, a)) {
+        if (w->trace_len == w->trace_cap) {
+            w->trace_cap = w->trace_cap ? 2 * w->trace_cap : 4096;
+            w->trace = realloc(w->trace, w->trace_cap * sizeof(trace_rec));
+            if (!w->trace) { fprintf(stderr, "sirius: out of memory for the trace\n"); abort(); }
+        }
+        uint32_t lin = c->tid[0] + c->ntid[0] * (c->tid[1] + c->ntid[1] * c->tid[2]);
+        w->trace[w->trace_len++] = (trace_rec){w->block_linear, lin, a, size, kind};
+    }
+}
+
+// ---- fibers -----------------------------------------------------------------------------------
+static void fiber_main(void) {
+    worker *w = tls_worker;
+    w->fn(w->d->args);
+    w->fibers[w->cur].state = EXITED;
+    swapcontext(&w->fibers[w->cur].uc, &w->sched);
+}
+
+static void yield_to_scheduler(worker *w) {
+    fiber *f = &w->fibers[w->cur];
+    swapcontext(&f->uc, &w->sched);
+    if (w->faulted) leave_block(w);
+}
+
+// A barrier; red: 0 plain, 1 popc, 2 and, 3 or (__syncthreads_count/and/or), over pred.
+uint32_t sirius_rt_barrier(sirius_ctx *c, int32_t id, int32_t count, int32_t site, int32_t red,
+                           int32_t pred) {
+    worker *w = c->w;
+    if (w->cur < 0) { // a barrier in a kernel that was classified barrier-free: a sirius bug
+        fprintf(stderr, "sirius: barrier outside fiber mode\n");
+        abort();
+    }
+    fiber *f = &w->fibers[w->cur];
+    f->state = AT_BARRIER;
+    f->bar_id = id;
+    f->bar_count = count;
+    f->bar_site = site;
+    f->bar_red = red;
+    f->bar_pred = pred != 0;
+    yield_to_scheduler(w);
+    return f->wresult;
+}
+
+uint32_t sirius_rt_warp(sirius_ctx *c, int32_t op, uint32_t mask, uint32_t val, uint32_t b,
+                        uint32_t cc) {
+    worker *w = c->w;
+    if (w->cur < 0) { fprintf(stderr, "sirius: warp op outside fiber mode\n"); abort(); }
+    fiber *f = &w->fibers[w->cur];
+    f->state = AT_WARP;
+    f->wop = op; f->wmask = mask; f->wval = val; f->wb = b; f->wc = cc;
+    yield_to_scheduler(w);
+    return f->wresult;
+}
+
+uint32_t sirius_rt_activemask(sirius_ctx *c) {
+    worker *w = c->w;
+    if (w->cur < 0) return 0xffffffffu;
+    int warp0 = w->cur & ~31, m = 0;
+    for (int l = 0; l < 32 && warp0 + l < w->nthreads; ++l)
+        if (w->fibers[warp0 + l].state != EXITED) m |= 1u << l;
+    return m;
+}
+
+static void complete_warp(worker *w, int warp0, uint32_t present) {
+    fiber *F = w->fibers + warp0;
+    for (int l = 0; l < 32; ++l) {
+        if (!(present >> l & 1)) continue;
+        fiber *f = &F[l];
+        uint32_t r = 0, lane = (uint32_t)l;
+        if (f->wop <= W_SHFL_BFLY) {
+            uint32_t seg = (f->wc >> 8) & 31, clamp = f->wc & 31;
+            uint32_t maxl = (lane & seg) | (clamp & ~seg), minl = lane & seg;
+            int32_t j = 0; int ok = 0;
+            switch (f->wop) {
+            case W_SHFL_UP: j = (int32_t)lane - (int32_t)f->wb; ok = j >= (int32_t)maxl; break;
+            case W_SHFL_DOWN: j = (int32_t)(lane + f->wb); ok = j <= (int32_t)maxl; break;
+            case W_SHFL_BFLY: j = (int32_t)(lane ^ f->wb); ok = j <= (int32_t)maxl; break;
+            default: j = (int32_t)(minl | (f->wb & 31 & ~seg)); ok = j <= (int32_t)maxl; break;
+            }
+            if (!ok || j < 0 || j > 31 || !(present >> j & 1)) j = (int32_t)lane;
+            r = F[j].wval;
+        } else if (f->wop == W_BALLOT || f->wop == W_ANY || f->wop == W_ALL || f->wop == W_UNI) {
+            uint32_t bal = 0, m = f->wmask & present;
+            for (int k = 0; k < 32; ++k)
+                if ((m >> k & 1) && F[k].wval) bal |= 1u << k;
+            if (f->wop == W_BALLOT) r = bal;
+            else if (f->wop == W_ANY) r = bal != 0;
+            else if (f->wop == W_ALL) r = bal == m;
+            else r = bal == 0 || bal == m;
+        } else if (f->wop == W_MATCH_ANY) {
+            for (int k = 0; k < 32; ++k)
+                if ((f->wmask & present) >> k & 1 && F[k].wval == f->wval) r |= 1u << k;
+        }
+        f->wresult = r;
+    }
+    for (int l = 0; l < 32; ++l)
+        if (present >> l & 1) F[l].state = RUN;
+}
+
+// Try to complete one warp operation or barrier; 1 when something became runnable.
+static int release(worker *w) {
+    int n = w->nthreads;
+    // warp operations: a warp whose live lanes (within the masks asked for) all wait on one
+    for (int warp0 = 0; warp0 < n; warp0 += 32) {
+        uint32_t waiting = 0, need = 0, live = 0;
+        for (int l = 0; l < 32 && warp0 + l < n; ++l) {
+            fiber *f = &w->fibers[warp0 + l];
+            if (f->state != EXITED) live |= 1u << l;
+            if (f->state == AT_WARP) { waiting |= 1u << l; need |= f->wmask; }
+        }
+        if (waiting && ((need & live) & ~waiting) == 0) {
+            complete_warp(w, warp0, waiting);
+            return 1;
+        }
+    }
+    // barriers: every barrier id that has waiters, in order of the first waiter
+    int exited = 0;
+    for (int i = 0; i < n; ++i) exited += w->fibers[i].state == EXITED;
+    for (int first = 0; first < n; ++first) {
+        fiber *f0 = &w->fibers[first];
+        if (f0->state != AT_BARRIER) continue;
+        int id = f0->bar_id, count = f0->bar_count, by_id = 0, seen = 0;
+        for (int i = 0; i < first; ++i)
+            seen |= w->fibers[i].state == AT_BARRIER && w->fibers[i].bar_id == id;
+        if (seen) continue;
+        for (int i = first; i < n; ++i)
+            by_id += w->fibers[i].state == AT_BARRIER && w->fibers[i].bar_id == id;
+        int target = count > 0 ? count : n;
+        if (by_id < target || (count == 0 && exited > 0)) continue;
+        int released = 0, popc = 0;
+        for (int i = first; i < n && released < target; ++i)
+            if (w->fibers[i].state == AT_BARRIER && w->fibers[i].bar_id == id) {
+                popc += w->fibers[i].bar_pred;
+                ++released;
+            }
+        released = 0;
+        for (int i = first; i < n && released < target; ++i)
+            if (w->fibers[i].state == AT_BARRIER && w->fibers[i].bar_id == id) {
+                fiber *f = &w->fibers[i];
+                f->wresult = f->bar_red == 1 ? (uint32_t)popc
+                           : f->bar_red == 2 ? popc == target
+                           : f->bar_red == 3 ? popc > 0 : 0;
+                f->state = RUN;
+                ++released;
+            }
+        ++w->barriers;
+        return 1;
+    }
+    return 0;
+}
+
+static void report_stuck(worker *w) {
+    launch_desc *d = w->d;
+    int waiting = 0, exited = 0, site = 0, at_warp = 0;
+    for (int i = 0; i < w->nthreads; ++i) {
+        fiber *f = &w->fibers[i];
+        if (f->state == AT_BARRIER) { if (!waiting) site = f->bar_site; ++waiting; }
+        if (f->state == AT_WARP) ++at_warp;
+        if (f->state == EXITED) ++exited;
+    }
+    if (!record_fault(w, waiting ? FAULT_BARRIER : FAULT_WARP)) return;
+    d->fault_site = (uint32_t)site;
+    d->fault_waiting = (uint32_t)(waiting ? waiting : at_warp);
+    d->fault_exited = (uint32_t)exited;
+    // the thread reported is the first that is not waiting where the others wait
+    for (int i = 0; i < w->nthreads; ++i)
+        if (w->fibers[i].state != (waiting ? AT_BARRIER : AT_WARP)) {
+            memcpy(d->fault_thread, w->fibers[i].tid, sizeof d->fault_thread);
+            break;
+        }
+}
+
+static int ensure_stacks(worker *w, int n) {
+    size_t need = (size_t)n * w->stack_bytes;
+    if (w->stacks && w->stacks_cap >= need) return 1;
+    if (w->stacks) munmap(w->stacks, w->stacks_cap);
+    w->stacks = mmap(NULL, need, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (w->stacks == MAP_FAILED) { w->stacks = NULL; return 0; }
+    for (int i = 0; i < n; ++i) // a guard page at the low end of every stack
+        mprotect(w->stacks + (size_t)i * w->stack_bytes, 4096, PROT_NONE);
+    w->stacks_cap = need;
+    return 1;
+}
+
+static void run_block_fibers(worker *w) {
+    launch_desc *d = w->d;
+    int n = w->nthreads;
+    for (int i = 0; i < n; ++i) {
+        fiber *f = &w->fibers[i];
+        set_ids(w->ctx, d->block, (uint32_t)i);
+        memcpy(f->tid, w->ctx->tid, sizeof f->tid);
+        f->state = RUN;
+        getcontext(&f->uc);
+        f->uc.uc_stack.ss_sp = w->stacks + (size_t)i * w->stack_bytes;
+        f->uc.uc_stack.ss_size = w->stack_bytes;
+        f->uc.uc_link = NULL;
+        makecontext(&f->uc, fiber_main, 0);
+    }
+    for (;;) {
+        int ran = 0;
+        make_order(w->perm, (uint32_t)n, d->order, &w->rng);
+        for (int k = 0; k < n; ++k) {
+            int i = (int)w->perm[k];
+            fiber *f = &w->fibers[i];
+            if (f->state != RUN) continue;
+            memcpy(w->ctx->tid, f->tid, sizeof f->tid);
+            w->cur = i;
+            swapcontext(&w->sched, &f->uc);
+            w->cur = -1;
+            ran = 1;
+            if (w->faulted) return;
+        }
+        if (ran) continue;
+        int live = 0;
+        for (int i = 0; i < n; ++i) live += w->fibers[i].state != EXITED;
+        if (!live) return;
+        if (!release(w)) {
+            report_stuck(w);
+            w->faulted = 1;
+            return;
+        }
+    }
+}
+
+static void run_block_fast(worker *w) {
+    launch_desc *d = w->d;
+    int n = w->nthreads;
+    make_order(w->perm, (uint32_t)n, d->order, &w->rng);
+    if (setjmp(w->jb)) return;
+    for (int k = 0; k < n; ++k) {
+        set_ids(w->ctx, d->block, w->perm[k]);
+        w->fn(d->args);
+    }
+}
+
+// ---- launches ---------------------------------------------------------------------------------
+typedef struct {
+    worker *w;
+    uint32_t *blocks;  // the block order
+    uint32_t nblocks;
+    uint32_t *next;    // shared claim counter
+} work;
+
+static void *worker_main(void *p) {
+    work *wk = p;
+    worker *w = wk->w;
+    launch_desc *d = w->d;
+    tls_worker = w;
+    uint32_t chunk = wk->nblocks / (8u * (uint32_t)d->nworkers);
+    if (chunk < 1) chunk = 1;
+    for (;;) {
+        uint32_t start = __atomic_fetch_add(wk->next, chunk, __ATOMIC_RELAXED);
+        if (start >= wk->nblocks) break;
+        uint32_t end = start + chunk < wk->nblocks ? start + chunk : wk->nblocks;
+        for (uint32_t k = start; k < end; ++k) {
+            if (__atomic_load_n(&d->fault, __ATOMIC_RELAXED) != FAULT_NONE) return NULL;
+            uint32_t b = wk->blocks[k];
+            w->block_linear = b;
+            w->ctx->ctaid[0] = b % d->grid[0];
+            w->ctx->ctaid[1] = (b / d->grid[0]) % d->grid[1];
+            w->ctx->ctaid[2] = b / (d->grid[0] * d->grid[1]);
+            w->faulted = 0;
+            if (d->use_fibers) run_block_fibers(w); else run_block_fast(w);
+            if (w->faulted) return NULL;
+        }
+    }
+    return NULL;
+}
+
+static worker *workers;
+static int nworkers_alloc;
+
+int sirius_launch(launch_desc *d) {
+    int nw = d->nworkers;
+    uint32_t nthreads = d->block[0] * d->block[1] * d->block[2];
+    uint64_t nblocks64 = (uint64_t)d->grid[0] * d->grid[1] * d->grid[2];
+    if (nblocks64 > 0xffffffffull || nthreads == 0) return -1;
+    uint32_t nblocks = (uint32_t)nblocks64;
+    if (nw > nworkers_alloc) {
+        workers = realloc(workers, (size_t)nw * sizeof(worker));
+        memset(workers + nworkers_alloc, 0, (size_t)(nw - nworkers_alloc) * sizeof(worker));
+        nworkers_alloc = nw;
+    }
+    uint32_t *blocks = malloc((size_t)nblocks * sizeof(uint32_t));
+    uint64_t rng = d->seed;
+    make_order(blocks, nblocks, d->order, &rng);
+    uint32_t next = 0;
+    work *wk = calloc((size_t)nw, sizeof(work));
+    pthread_t *th = calloc((size_t)nw, sizeof(pthread_t));
+    d->fault = FAULT_NONE;
+    for (int i = 0; i < nw; ++i) {
+        worker *w = &workers[i];
+        w->d = d;
+        w->ctx = d->ctx[i];
+        w->fn = d->fn[i];
+        w->index = i;
+        w->nthreads = (int)nthreads;
+        w->cur = -1;
+        w->barriers = 0;
+        w->trace_len = 0;
+        w->rng = d->seed * 0x2545f4914f6cdd1dull + (uint64_t)i + 1;
+        w->perm = realloc(w->perm, nthreads * sizeof(uint32_t));
+        w->ctx->w = w;
+        memcpy(w->ctx->ntid, d->block, sizeof d->block);
+        memcpy(w->ctx->nctaid, d->grid, sizeof d->grid);
+        w->ctx->icount = w->ctx->gld = w->ctx->gst = w->ctx->sld = w->ctx->sst = 0;
+        if (d->use_fibers) {
+            w->stack_bytes = d->stack_bytes;
+            w->fibers = realloc(w->fibers, nthreads * sizeof(fiber));
+            if (!ensure_stacks(w, (int)nthreads)) { free(blocks); free(wk); free(th); return -2; }
+        }
+        wk[i] = (work){w, blocks, nblocks, &next};
+    }
+    if (nw == 1) worker_main(&wk[0]);
+    else {
+        for (int i = 0; i < nw; ++i) pthread_create(&th[i], NULL, worker_main, &wk[i]);
+        for (int i = 0; i < nw; ++i) pthread_join(th[i], NULL);
+    }
+    memset(d->counters, 0, sizeof d->counters);
+    for (int i = 0; i < nw; ++i) {
+        worker *w = &workers[i];
+        d->counters[0] += w->ctx->icount;
+        d->counters[1] += w->ctx->gld;
+        d->counters[2] += w->ctx->gst;
+        d->counters[3] += w->ctx->sld;
+        d->counters[4] += w->ctx->sst;
+        d->counters[5] += w->barriers;
+        if (d->trace) { d->trace_ptr[i] = w->trace; d->trace_len[i] = w->trace_len; }
+    }
+    free(blocks); free(wk); free(th);
+    return 0;
+}
+
+// ---- NVVM intrinsics that have no LLVM equivalent, called by rewritten device code -----------
+float sirius_nvvm_fmax_f(float a, float b) { return fmaxf(a, b); }
+float sirius_nvvm_fmin_f(float a, float b) { return fminf(a, b); }
+float sirius_nvvm_fabs_f(float a) { return fabsf(a); }
+float sirius_nvvm_ex2_approx_f(float a) { return exp2f(a); }
+float sirius_nvvm_ex2_approx_ftz_f(float a) { return exp2f(a); }
+float sirius_nvvm_lg2_approx_f(float a) { return log2f(a); }
+float sirius_nvvm_rsqrt_approx_f(float a) { return 1.0f / sqrtf(a); }
+float sirius_nvvm_rsqrt_approx_ftz_f(float a) { return 1.0f / sqrtf(a); }
+float sirius_nvvm_sqrt_rn_f(float a) { return sqrtf(a); }
+float sirius_nvvm_sqrt_approx_f(float a) { return sqrtf(a); }
+float sirius_nvvm_rcp_rn_f(float a) { return 1.0f / a; }
+float sirius_nvvm_rcp_approx_ftz_f(float a) { return 1.0f / a; }
+float sirius_nvvm_sin_approx_f(float a) { return sinf(a); }
+float sirius_nvvm_cos_approx_f(float a) { return cosf(a); }
+float sirius_nvvm_div_rn_f(float a, float b) { return a / b; }
+float sirius_nvvm_div_approx_f(float a, float b) { return a / b; }
+float sirius_nvvm_div_full(float a, float b) { return a / b; }
+float sirius_nvvm_fma_rn_f(float a, float b, float c) { return fmaf(a, b, c); }
+float sirius_nvvm_saturate_f(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : (x == x ? x : 0.0f)); }
+double sirius_nvvm_fmax_d(double a, double b) { return fmax(a, b); }
+double sirius_nvvm_fmin_d(double a, double b) { return fmin(a, b); }
+int sirius_nvvm_mul24_i(int a, int b) { return ((a << 8) >> 8) * ((b << 8) >> 8); }
+int sirius_nvvm_mulhi_i(int a, int b) { return (int)(((long long)a * b) >> 32); }
+unsigned sirius_nvvm_mulhi_ui(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+int sirius_nvvm_f2i_rn(float x) { return (int)nearbyintf(x); }
+int sirius_nvvm_f2i_rz(float x) { return (int)x; }
+float sirius_nvvm_i2f_rn(int x) { return (float)x; }
+
+// The trace buffers stay owned by the workers; Python copies them before the next launch.
+uint64_t sirius_trace_record_size(void) { return sizeof(trace_rec); }
+
+// ---- libdevice: the __nv_* functions device code calls, on libm --------------------------------
+#define F1(name, expr) float __nv_##name(float x) { return (expr); }
+#define D1(name, expr) double __nv_##name(double x) { return (expr); }
+#define F2(name, expr) float __nv_##name(float x, float y) { return (expr); }
+#define D2(name, expr) double __nv_##name(double x, double y) { return (expr); }
+F1(expf, expf(x)) F1(exp2f, exp2f(x)) F1(exp10f, exp10f(x)) F1(expm1f, expm1f(x))
+F1(logf, logf(x)) F1(log2f, log2f(x)) F1(log10f, log10f(x)) F1(log1pf, log1pf(x))
+F1(sqrtf, sqrtf(x)) F1(rsqrtf, 1.0f / sqrtf(x)) F1(cbrtf, cbrtf(x)) F1(rcbrtf, 1.0f / cbrtf(x))
+F1(sinf, sinf(x)) F1(cosf, cosf(x)) F1(tanf, tanf(x)) F1(asinf, asinf(x)) F1(acosf, acosf(x))
+F1(atanf, atanf(x)) F1(sinhf, sinhf(x)) F1(coshf, coshf(x)) F1(tanhf, tanhf(x))
+F1(asinhf, asinhf(x)) F1(acoshf, acoshf(x)) F1(atanhf, atanhf(x)) F1(erff, erff(x))
+F1(erfcf, erfcf(x)) F1(lgammaf, lgammaf(x)) F1(tgammaf, tgammaf(x)) F1(fabsf, fabsf(x))
+F1(floorf, floorf(x)) F1(ceilf, ceilf(x)) F1(roundf, roundf(x)) F1(truncf, truncf(x))
+F1(rintf, rintf(x)) F1(nearbyintf, nearbyintf(x)) F1(fast_expf, expf(x))
+F1(fast_exp10f, exp10f(x)) F1(fast_logf, logf(x)) F1(fast_log2f, log2f(x))
+F1(fast_log10f, log10f(x)) F1(fast_sinf, sinf(x)) F1(fast_cosf, cosf(x))
+F1(fast_tanf, tanf(x)) F1(saturatef, x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : (x == x ? x : 0.0f)))
+F1(frcp_rn, 1.0f / x) F1(fsqrt_rn, sqrtf(x)) F1(erfinvf, 0.0f * x + NAN)
+F2(powf, powf(x, y)) F2(fast_powf, powf(x, y)) F2(atan2f, atan2f(x, y)) F2(fmodf, fmodf(x, y))
+F2(fmaxf, fmaxf(x, y)) F2(fminf, fminf(x, y)) F2(hypotf, hypotf(x, y))
+F2(copysignf, copysignf(x, y)) F2(fdimf, fdimf(x, y)) F2(remainderf, remainderf(x, y))
+F2(fdividef, x / y) F2(fast_fdividef, x / y) F2(fdiv_rn, x / y) F2(fadd_rn, x + y)
+F2(fmul_rn, x * y) F2(fsub_rn, x - y) F2(nextafterf, nextafterf(x, y))
+D1(exp, exp(x)) D1(exp2, exp2(x)) D1(exp10, exp10(x)) D1(expm1, expm1(x)) D1(log, log(x))
+D1(log2, log2(x)) D1(log10, log10(x)) D1(log1p, log1p(x)) D1(sqrt, sqrt(x))
+D1(rsqrt, 1.0 / sqrt(x)) D1(cbrt, cbrt(x)) D1(sin, sin(x)) D1(cos, cos(x)) D1(tan, tan(x))
+D1(asin, asin(x)) D1(acos, acos(x)) D1(atan, atan(x)) D1(sinh, sinh(x)) D1(cosh, cosh(x))
+D1(tanh, tanh(x)) D1(erf, erf(x)) D1(erfc, erfc(x)) D1(fabs, fabs(x)) D1(floor, floor(x))
+D1(ceil, ceil(x)) D1(round, round(x)) D1(trunc, trunc(x)) D1(rint, rint(x))
+D1(lgamma, lgamma(x)) D1(tgamma, tgamma(x)) D1(drcp_rn, 1.0 / x)
+D2(pow, pow(x, y)) D2(atan2, atan2(x, y)) D2(fmod, fmod(x, y)) D2(fmax, fmax(x, y))
+D2(fmin, fmin(x, y)) D2(hypot, hypot(x, y)) D2(copysign, copysign(x, y))
+D2(dadd_rn, x + y) D2(dmul_rn, x * y) D2(ddiv_rn, x / y)
+float __nv_fmaf(float x, float y, float z) { return fmaf(x, y, z); }
+float __nv_fmaf_rn(float x, float y, float z) { return fmaf(x, y, z); }
+double __nv_fma(double x, double y, double z) { return fma(x, y, z); }
+double __nv_fma_rn(double x, double y, double z) { return fma(x, y, z); }
+float __nv_ldexpf(float x, int e) { return ldexpf(x, e); }
+float __nv_powif(float x, int e) { return powf(x, (float)e); }
+float __nv_frexpf(float x, int *e) { return frexpf(x, e); }
+void __nv_sincosf(float x, float *s, float *c) { *s = sinf(x); *c = cosf(x); }
+void __nv_fast_sincosf(float x, float *s, float *c) { *s = sinf(x); *c = cosf(x); }
+int __nv_isnanf(float x) { return isnan(x); }
+int __nv_isinff(float x) { return isinf(x); }
+int __nv_finitef(float x) { return isfinite(x); }
+int __nv_isnand(double x) { return isnan(x); }
+int __nv_isinfd(double x) { return isinf(x); }
+int __nv_signbitf(float x) { return signbit(x) != 0; }
+int __nv_max(int a, int b) { return a > b ? a : b; }
+int __nv_min(int a, int b) { return a < b ? a : b; }
+unsigned __nv_umax(unsigned a, unsigned b) { return a > b ? a : b; }
+unsigned __nv_umin(unsigned a, unsigned b) { return a < b ? a : b; }
+long long __nv_llmax(long long a, long long b) { return a > b ? a : b; }
+long long __nv_llmin(long long a, long long b) { return a < b ? a : b; }
+unsigned long long __nv_ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+unsigned long long __nv_ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+int __nv_abs(int a) { return a < 0 ? -a : a; }
+long long __nv_llabs(long long a) { return a < 0 ? -a : a; }
+int __nv_popc(unsigned a) { return __builtin_popcount(a); }
+int __nv_popcll(unsigned long long a) { return __builtin_popcountll(a); }
+int __nv_clz(unsigned a) { return a ? __builtin_clz(a) : 32; }
+int __nv_clzll(unsigned long long a) { return a ? __builtin_clzll(a) : 64; }
+int __nv_ffs(unsigned a) { return __builtin_ffs((int)a); }
+int __nv_ffsll(unsigned long long a) { return __builtin_ffsll((long long)a); }
+unsigned __nv_brev(unsigned a) { return __builtin_bitreverse32(a); }
+int __nv_mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+unsigned __nv_umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+int __nv_mul24(int a, int b) { return ((a << 8) >> 8) * ((b << 8) >> 8); }
+int __nv_float2int_rn(float x) { return (int)nearbyintf(x); }
+int __nv_float2int_rz(float x) { return (int)x; }
+int __nv_float2int_rd(float x) { return (int)floorf(x); }
+int __nv_float2int_ru(float x) { return (int)ceilf(x); }
+unsigned __nv_float2uint_rz(float x) { return (unsigned)x; }
+float __nv_int2float_rn(int x) { return (float)x; }
+float __nv_uint2float_rn(unsigned x) { return (float)x; }
+int __nv_float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
+float __nv_int_as_float(int i) { float x; memcpy(&x, &i, 4); return x; }
+unsigned __nv_float_as_uint(float x) { unsigned i; memcpy(&i, &x, 4); return i; }
+float __nv_uint_as_float(unsigned i) { float x; memcpy(&x, &i, 4); return x; }
+long long __nv_double_as_longlong(double x) { long long i; memcpy(&i, &x, 8); return i; }
+double __nv_longlong_as_double(long long i) { double x; memcpy(&x, &i, 8); return x; }
+float __nv_double2float_rn(double x) { return (float)x; }

@@ -1,0 +1,75 @@
+"""What the host-program interpreter needs from a device: memory, modules, launches.
+
+`CpuDevice` (sirius/runtime/cpu/device.py) implements it on the host CPU; a pycuda device will
+implement the same protocol on a GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from sirius.diagnostics import Location, SiriusError
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchStats:
+    """What one launch did. Counts are exact and deterministic; `seconds` is wall time."""
+
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int
+    instructions: int
+    global_load_bytes: int
+    global_store_bytes: int
+    shared_load_bytes: int
+    shared_store_bytes: int
+    barriers: int
+    seconds: float
+    mode: str  # "fast" (threads of a block one after another) or "fibers" (cooperative)
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class TraceChunk:
+    """Every global and shared access of one launch: `records` is a structured array with
+    fields block, thread (linear ids), addr, size, kind (0 load, 1 store, 2 atomic)."""
+
+    records: np.ndarray
+    shared_base: int
+    shared_bytes: int
+
+
+class KernelFault(SiriusError):
+    """A kernel did something a GPU would not survive: an access outside every allocation, or a
+    barrier that not every thread of the block reaches."""
+
+
+@dataclass
+class Module:
+    """A loaded device module; `kernels` maps mangled names to source names."""
+
+    handle: object
+    kernels: dict[str, str] = field(default_factory=dict)
+
+
+class Device(Protocol):
+    name: str
+
+    def alloc(self, nbytes: int, label: str = "") -> int: ...
+    def free(self, address: int) -> None: ...
+    def copy_to_device(self, address: int, data: np.ndarray) -> None: ...
+    def copy_from_device(self, address: int, nbytes: int) -> np.ndarray: ...
+    def copy_device(self, dst: int, src: int, nbytes: int) -> None: ...
+    def memset(self, address: int, value: int, nbytes: int) -> None: ...
+    def load_module(self, program) -> Module: ...
+    def launch(self, module: Module, kernel: str, grid: tuple[int, int, int],
+               block: tuple[int, int, int], smem: int, args: list,
+               loc: Location | None = None) -> LaunchStats: ...
+    def synchronize(self) -> None: ...
+    def timer(self) -> float: ...

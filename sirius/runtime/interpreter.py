@@ -1,0 +1,368 @@
+"""Run a HostProgram on a Device: the host side of every execution sirius does.
+
+Inputs. Every device buffer is filled at allocation from a seeded RNG (so a buffer a kernel reads
+before anything wrote it holds data, as uninitialized GPU memory would, but reproducibly), and
+every host array is filled from the same RNG the first time it is read. The RNG of a buffer or
+host array is seeded by (seed, its name): the same name gets the same data whatever else the
+program does, which is what lets an original and a fused program run on the same inputs.
+Floating-point data is uniform in [-1, 1); integer data uniform in [0, 128). `inputs` (by
+device-buffer name) replaces the data a buffer receives: from its allocation and from any
+host-to-device copy into it.
+
+Results. `initial[name]` is a buffer's contents as the first launch that receives it saw them
+(or at its free, for a buffer no launch receives); `final[name]` its contents at its free or at
+the end. Arrays are typed by the kernel parameter the buffer is first passed as.
+
+Loops run as the host model says; an opaque loop (trip count data-dependent, e.g. "until
+converged") runs `opaque_trips` times, a documented approximation (docs/runtime.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sirius.analysis.hostmodel import (Alloc, BufferArg, Copy, DevRef, Free, HostProgram,
+                                       HostRef, Launch, Loop, Memset, NullArg, Rotating,
+                                       ScalarArg, Sync)
+from sirius.diagnostics import SiriusError
+from sirius.runtime.device import Device, LaunchStats
+
+_C_DTYPES = {
+    "float": np.float32, "double": np.float64, "half": np.float16, "__half": np.float16,
+    "int": np.int32, "signed int": np.int32, "unsigned int": np.uint32, "unsigned": np.uint32,
+    "long": np.int64, "long long": np.int64, "unsigned long": np.uint64,
+    "unsigned long long": np.uint64, "int64_t": np.int64, "uint64_t": np.uint64,
+    "int32_t": np.int32, "uint32_t": np.uint32, "short": np.int16, "unsigned short": np.uint16,
+    "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8, "int8_t": np.int8,
+    "uint8_t": np.uint8, "bool": np.uint8, "size_t": np.uint64,
+}
+
+
+def dtype_of(c_type: str) -> np.dtype:
+    """numpy dtype of the pointee of a C pointer type such as `const float *`."""
+    t = re.sub(r"\b(const|volatile|__restrict__|restrict|struct)\b", "", c_type)
+    t = " ".join(t.replace("*", " ").split())
+    return np.dtype(_C_DTYPES.get(t, np.uint8))
+
+
+def _fill(rng: np.random.Generator, dtype: np.dtype, nbytes: int) -> np.ndarray:
+    n = nbytes // dtype.itemsize
+    if dtype.kind == "f":
+        vals = (rng.random(n) * 2 - 1).astype(dtype)
+    else:
+        vals = rng.integers(0, 128, size=n).astype(dtype)
+    out = np.zeros(nbytes, dtype=np.uint8)
+    out[:n * dtype.itemsize] = vals.view(np.uint8)
+    return out
+
+
+def _rng(seed: int, name: str, salt: int = 0) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(name.encode()), salt])
+
+
+@dataclass
+class LaunchRecord:
+    index: int          # position in the dynamic launch sequence
+    launch_index: int   # the static Launch op, as numbered by HostProgram.launches()
+    env: dict[str, int]
+    stats: LaunchStats
+
+
+@dataclass
+class LaunchTrace:
+    """Every access one dynamic launch made (see sirius.analysis.soundness for the consumer)."""
+
+    launch_index: int
+    env: dict[str, int]
+    records: np.ndarray  # bx by bz tx ty tz space buffer offset size kind
+
+
+TRACE_FIELDS = np.dtype([("bx", "<i4"), ("by", "<i4"), ("bz", "<i4"), ("tx", "<i4"),
+                         ("ty", "<i4"), ("tz", "<i4"), ("space", "u1"), ("buffer", "<i4"),
+                         ("offset", "<i8"), ("size", "<i4"), ("kind", "u1")])
+
+
+@dataclass
+class RunResult:
+    program: HostProgram
+    device: str
+    seed: int
+    order: str
+    dtypes: dict[str, np.dtype]
+    initial: dict[str, np.ndarray]
+    final: dict[str, np.ndarray]
+    host: dict[str, np.ndarray]
+    launches: list[LaunchRecord]
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+    traces: list[LaunchTrace] = field(default_factory=list)
+
+    def outputs(self) -> list[str]:
+        return [b.name for b in self.program.buffers if b.role == "output"]
+
+    def checksum(self, name: str) -> str:
+        return hashlib.sha256(self.final[name].tobytes()).hexdigest()[:12]
+
+    def save(self, path: Path) -> None:
+        arrays = {}
+        for name, a in self.initial.items():
+            arrays[f"{name}.in"] = a
+        for name, a in self.final.items():
+            arrays[f"{name}.out"] = a
+        np.savez_compressed(path, **arrays)
+
+
+class HostInterpreter:
+    def __init__(self, program: HostProgram, kernels: dict[str, object], device: Device,
+                 module, seed: int = 0, inputs: dict[str, np.ndarray] | None = None,
+                 opaque_trips: int = 3,
+                 progress: Callable[[int, int], None] | None = None):
+        self.p = program
+        self.kernels = kernels  # mangled name -> KernelInfo
+        self.dev = device
+        self.module = module
+        self.seed = seed
+        self.inputs = {k: np.ascontiguousarray(v) for k, v in (inputs or {}).items()}
+        self.opaque_trips = opaque_trips
+        self.progress = progress
+        self.addr: dict[str, int] = {}
+        self.sizes = {b.name: b.bytes for b in program.buffers}
+        self.ids = {b.name: b.id for b in program.buffers}
+        self.dtypes = self._dtypes()
+        self.initial: dict[str, np.ndarray] = {}
+        self.final: dict[str, np.ndarray] = {}
+        self.host: dict[str, np.ndarray] = {}
+        self.launches: list[LaunchRecord] = []
+        self.traces: list[LaunchTrace] = []
+        self.notes: list[str] = []
+        self.total = self._count(program.ops, {})
+        unknown = set(self.inputs) - set(self.sizes)
+        if unknown:
+            raise SiriusError(f"inputs name buffers the program does not have: "
+                              f"{', '.join(sorted(unknown))} (buffers: {', '.join(self.sizes)})")
+
+    # set-up ------------------------------------------------------------------------------------
+    def _dtypes(self) -> dict[str, np.dtype]:
+        out: dict[str, np.dtype] = {}
+        for launch in self.p.launches():
+            info = self.kernels.get(launch.mangled)
+            for i, a in enumerate(launch.args):
+                if isinstance(a, BufferArg) and info is not None and i < len(info.params):
+                    refs = a.address.choices if isinstance(a.address, Rotating) else (a.address,)
+                    for r in refs:
+                        out.setdefault(r.buffer, dtype_of(info.params[i].type))
+        for b in self.p.buffers:
+            out.setdefault(b.name, np.dtype(np.uint8))
+        return out
+
+    def _count(self, ops, env) -> int:
+        n = 0
+        for op in ops:
+            if isinstance(op, Launch):
+                n += 1
+            elif isinstance(op, Loop):
+                for v in self._iterations(op, env):
+                    n += self._count(op.body, {**env, op.var: v})
+        return n
+
+    def _iterations(self, loop: Loop, env: dict[str, int]) -> list[int]:
+        if loop.opaque:
+            return list(range(self.opaque_trips))
+        v, hi = loop.lo.evaluate(env), loop.hi.evaluate(env)
+        out = []
+        while (v < hi) if loop.step > 0 else (v > hi):
+            out.append(v)
+            v += loop.step
+        return out
+
+    def _typed(self, name: str, raw: np.ndarray) -> np.ndarray:
+        dt = self.dtypes[name]
+        n = raw.size // dt.itemsize * dt.itemsize
+        return raw[:n].view(dt).copy()
+
+    def _resolve(self, ref, env) -> tuple[str, int]:
+        r = ref.at(env) if isinstance(ref, Rotating) else ref
+        if not isinstance(r, DevRef):
+            raise SiriusError(f"unexpected address {ref!r}")
+        return r.buffer, r.offset.evaluate(env)
+
+    def _host_array(self, name: str, nbytes: int, dtype: np.dtype) -> np.ndarray:
+        arr = self.host.get(name)
+        if arr is None or arr.size < nbytes:
+            have = 0 if arr is None else arr.size
+            grown = np.zeros(nbytes, dtype=np.uint8)
+            if arr is not None:
+                grown[:have] = arr
+            grown[have:] = _fill(_rng(self.seed, "host:" + name, have), dtype, nbytes - have)
+            self.host[name] = arr = grown
+        return arr
+
+    # execution -----------------------------------------------------------------------------------
+    def run(self) -> None:
+        self._run(self.p.ops, {})
+        for name in list(self.addr):
+            self._retire(name)
+
+    def _retire(self, name: str) -> None:
+        raw = self.dev.copy_from_device(self.addr[name], self.sizes[name])
+        self.final[name] = self._typed(name, raw)
+        self.initial.setdefault(name, self.final[name])
+
+    def _run(self, ops, env: dict[str, int]) -> None:
+        for op in ops:
+            if isinstance(op, Loop):
+                trips = self._iterations(op, env)
+                for v in trips:
+                    self._run(op.body, {**env, op.var: v})
+                if op.opaque:
+                    env[f"{op.var}_last"] = len(trips) - 1
+                    self.notes.append(f"opaque loop at {op.loc} ran {len(trips)} times "
+                                      "(--opaque-trips)")
+            elif isinstance(op, Alloc):
+                self._alloc(op)
+            elif isinstance(op, Free):
+                name, _ = self._resolve(op.address, env)
+                self._retire(name)
+                self.dev.free(self.addr.pop(name))
+            elif isinstance(op, Copy):
+                self._copy(op, env)
+            elif isinstance(op, Memset):
+                name, off = self._resolve(op.dst, env)
+                self.dev.memset(self.addr[name] + off, op.value, op.bytes.evaluate(env))
+            elif isinstance(op, Launch):
+                self._launch(op, env)
+            elif isinstance(op, Sync):
+                self.dev.synchronize()
+
+    def _alloc(self, op: Alloc) -> None:
+        name = op.buffer
+        addr = self.dev.alloc(op.bytes, name)
+        self.addr[name] = addr
+        data = self.inputs.get(name)
+        if data is not None:
+            raw = data.view(np.uint8).reshape(-1)
+            if raw.size != op.bytes:
+                raise SiriusError(f"input {name} has {raw.size} bytes; the buffer has {op.bytes}")
+        else:
+            raw = _fill(_rng(self.seed, name), self.dtypes[name], op.bytes)
+        self.dev.copy_to_device(addr, raw)
+
+    def _copy(self, op: Copy, env) -> None:
+        n = op.bytes.evaluate(env)
+        if op.kind == "H2D":
+            name, off = self._resolve(op.dst, env)
+            data = self.inputs.get(name)
+            if data is not None:
+                src = data.view(np.uint8).reshape(-1)[off:off + n]
+                if src.size != n:
+                    raise SiriusError(f"input {name} is too small for a copy of {n} bytes at "
+                                      f"offset {off}", op.loc)
+            else:
+                assert isinstance(op.src, HostRef)
+                src = self._host_array(op.src.name, n, self.dtypes[name])[:n]
+            self.dev.copy_to_device(self.addr[name] + off, src)
+        elif op.kind == "D2H":
+            name, off = self._resolve(op.src, env)
+            assert isinstance(op.dst, HostRef)
+            host = self._host_array(op.dst.name, n, self.dtypes[name])
+            host[:n] = self.dev.copy_from_device(self.addr[name] + off, n)
+        else:
+            dname, doff = self._resolve(op.dst, env)
+            sname, soff = self._resolve(op.src, env)
+            self.dev.copy_device(self.addr[dname] + doff, self.addr[sname] + soff, n)
+
+    def _launch(self, op: Launch, env) -> None:
+        args = []
+        for a in op.args:
+            if isinstance(a, BufferArg):
+                name, off = self._resolve(a.address, env)
+                if name not in self.initial:
+                    raw = self.dev.copy_from_device(self.addr[name], self.sizes[name])
+                    self.initial[name] = self._typed(name, raw)
+                args.append(self.addr[name] + off)
+            elif isinstance(a, ScalarArg):
+                v = a.value
+                args.append(v if isinstance(v, float) else v.evaluate(env))
+            elif isinstance(a, NullArg):
+                args.append(0)
+        grid = tuple(g.evaluate(env) for g in op.grid)
+        block = tuple(b.evaluate(env) for b in op.block)
+        smem = op.smem.evaluate(env)
+        stats = self.dev.launch(self.module, op.mangled, grid, block, smem, args, loc=op.loc,
+                                name=op.kernel)
+        static = self._static_index(op)
+        self.launches.append(LaunchRecord(len(self.launches), static, dict(env), stats))
+        if getattr(self.dev, "trace", False):
+            self.traces.append(LaunchTrace(static, dict(env), self._trace_records(grid, block)))
+        if self.progress:
+            self.progress(len(self.launches), self.total)
+
+    def _static_index(self, op: Launch) -> int:
+        if not hasattr(self, "_static"):
+            self._static = {id(x): i for i, x in enumerate(self.p.launches())}
+        return self._static[id(op)]
+
+    def _trace_records(self, grid, block) -> np.ndarray:
+        chunk = self.dev.traces.pop()
+        r = chunk.records
+        out = np.zeros(r.size, dtype=TRACE_FIELDS)
+        b, t = r["block"].astype(np.int64), r["thread"].astype(np.int64)
+        out["bx"], out["by"], out["bz"] = b % grid[0], b // grid[0] % grid[1], \
+            b // (grid[0] * grid[1])
+        out["tx"], out["ty"], out["tz"] = t % block[0], t // block[0] % block[1], \
+            t // (block[0] * block[1])
+        out["size"], out["kind"] = r["size"], np.minimum(r["kind"], 2)
+        addr = r["addr"]
+        shared = np.zeros(r.size, dtype=bool)
+        soff = np.zeros(r.size, dtype=np.int64)
+        for base in self.dev._trace_smem:
+            inside = (addr >= base) & (addr < base + np.uint64(self.dev.trace_smem_bytes))
+            shared |= inside
+            soff[inside] = (addr[inside] - base).astype(np.int64)
+        bases = np.array(sorted(self.addr.values()), dtype=np.uint64)
+        names = sorted(self.addr, key=self.addr.get)
+        idx = np.searchsorted(bases, addr, side="right") - 1
+        out["space"] = shared.astype(np.uint8)
+        out["offset"] = np.where(shared, soff,
+                                 (addr - bases[np.maximum(idx, 0)]).astype(np.int64))
+        ids = np.array([self.ids[n] for n in names], dtype=np.int32)
+        out["buffer"] = np.where(shared, -1, ids[np.maximum(idx, 0)])
+        return out
+
+
+def run_program(files, *, entry: str = "main", arch: str = "sm_80", flags=None, seed: int = 0,
+                order: str = "forward", inputs: dict[str, np.ndarray] | None = None,
+                check_bounds: bool = False, trace: bool = False, opaque_trips: int = 3,
+                jobs: int | None = None, use_cache: bool = True,
+                progress: Callable[[int, int], None] | None = None) -> RunResult:
+    """Compile, extract and run a whole CUDA program on the CPU executor."""
+    from sirius.cli import analyse
+    from sirius.runtime.cpu.device import CpuDevice
+
+    paths = [Path(f) for f in files]
+    program, kernels, host_program = analyse(paths, entry, arch, flags or [], use_cache)
+    device = CpuDevice(order=order, seed=seed, jobs=jobs, check_bounds=check_bounds, trace=trace)
+    return run_host_program(host_program, program, kernels, device, seed=seed, inputs=inputs,
+                            opaque_trips=opaque_trips, progress=progress, order=order)
+
+
+def run_host_program(host_program: HostProgram, program, kernels, device, *, seed: int = 0,
+                     inputs=None, opaque_trips: int = 3, progress=None,
+                     order: str = "forward") -> RunResult:
+    module = device.load_module(program)
+    interp = HostInterpreter(host_program, {k.mangled: k for k in kernels}, device, module,
+                             seed=seed, inputs=inputs, opaque_trips=opaque_trips,
+                             progress=progress)
+    t0 = time.perf_counter()
+    interp.run()
+    return RunResult(host_program, device.name, seed, order, interp.dtypes, interp.initial,
+                     interp.final, interp.host, interp.launches, time.perf_counter() - t0,
+                     interp.notes, interp.traces)
