@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint clean-cache
+.PHONY: setup demo test bench lint clean-cache
 
 VENV := .venv
 SIRIUS := $(VENV)/bin/sirius
@@ -8,10 +8,14 @@ setup:
 
 demo: setup
 	$(SIRIUS) inspect kernels/lstm_cell.cu
+	$(SIRIUS) run kernels/lstm_cell.cu
 
 test: setup
 	$(VENV)/bin/ruff check sirius tests
 	$(VENV)/bin/python -m pytest -q -n 2
+
+bench: setup
+	$(VENV)/bin/python scripts/bench_executor.py
 
 lint: setup
 	$(VENV)/bin/ruff check sirius tests scripts

@@ -29,9 +29,22 @@ from pathlib import Path
 
 import numpy as np
 
-from sirius.analysis.hostmodel import (Alloc, BufferArg, Copy, DevRef, Free, HostProgram,
-                                       HostRef, Launch, Loop, Memset, NullArg, Rotating,
-                                       ScalarArg, Sync)
+from sirius.analysis.hostmodel import (
+    Alloc,
+    BufferArg,
+    Copy,
+    DevRef,
+    Free,
+    HostProgram,
+    HostRef,
+    Launch,
+    Loop,
+    Memset,
+    NullArg,
+    Rotating,
+    ScalarArg,
+    Sync,
+)
 from sirius.diagnostics import SiriusError
 from sirius.runtime.device import Device, LaunchStats
 

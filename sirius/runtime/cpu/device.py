@@ -141,10 +141,13 @@ class CpuDevice:
             raise KernelFault(f"kernel {shown}: invalid launch configuration grid {tuple(grid)} "
                               f"block {tuple(block)}", loc)
         # the device globals of a module live in each worker's copy: one worker then
-        nw = 1 if jm.host.device_globals else max(1, min(self.jobs, grid[0] * grid[1] * grid[2]))
+        # Workers pay for themselves only on big grids (starting a thread costs ~50 us).
+        nblocks = grid[0] * grid[1] * grid[2]
+        nw = 1 if jm.host.device_globals else \
+            max(1, min(self.jobs, nblocks, nblocks * nthreads // 16384))
         engines = jm.engines(nw)
         values = []
-        for ty, a in zip(entry.params, args):
+        for ty, a in zip(entry.params, args, strict=True):
             ct = _CTYPES.get(ty)
             if ct is None:
                 raise KernelFault(f"kernel {shown}: parameters of type {ty} are not supported "

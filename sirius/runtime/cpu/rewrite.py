@@ -361,7 +361,7 @@ def _wrapper(index: int, header: str, fn: Function) -> str:
     params, _ = _call_args(header, name)
     lines = [f"define void @__sirius_thread_{index}(ptr %args) {{", "entry:"]
     call_args = []
-    for i, (arg, ptext) in enumerate(zip(fn.args, params)):
+    for i, (arg, ptext) in enumerate(zip(fn.args, params, strict=True)):
         ty = arg.type
         lines.append(f"  %p{i} = getelementptr inbounds ptr, ptr %args, i64 {i}")
         lines.append(f"  %a{i} = load ptr, ptr %p{i}, align 8")
