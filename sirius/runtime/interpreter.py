@@ -95,7 +95,11 @@ class LaunchTrace:
 
     launch_index: int
     env: dict[str, int]
-    records: np.ndarray  # bx by bz tx ty tz space buffer offset size kind
+    records: np.ndarray  # bx by bz tx ty tz space buffer offset size kind (TRACE_FIELDS)
+    # For space 1 (shared), `buffer` indexes this tuple: the module's static __shared__ arrays
+    # by IR name in declaration order, then "extern" for the dynamic area; offsets are relative
+    # to the array.
+    shared: tuple[str, ...] = ()
 
 
 TRACE_FIELDS = np.dtype([("bx", "<i4"), ("by", "<i4"), ("bz", "<i4"), ("tx", "<i4"),
@@ -314,7 +318,9 @@ class HostInterpreter:
         static = self._static_index(op)
         self.launches.append(LaunchRecord(len(self.launches), static, dict(env), stats))
         if getattr(self.dev, "trace", False):
-            self.traces.append(LaunchTrace(static, dict(env), self._trace_records(grid, block)))
+            records = self._trace_records(grid, block)
+            names = tuple(a.name for a in self.dev.trace_shared) + ("extern",)
+            self.traces.append(LaunchTrace(static, dict(env), records, names))
         if self.progress:
             self.progress(len(self.launches), self.total)
 
@@ -340,6 +346,12 @@ class HostInterpreter:
             inside = (addr >= base) & (addr < base + np.uint64(self.dev.trace_smem_bytes))
             shared |= inside
             soff[inside] = (addr[inside] - base).astype(np.int64)
+        # a shared access names the array it falls in (module order, see LaunchTrace.shared)
+        arrays = self.dev.trace_shared
+        starts = np.array([a.offset for a in arrays] + [self.dev.trace_smem_static],
+                          dtype=np.int64)
+        sidx = np.searchsorted(starts, soff, side="right") - 1
+        soff = soff - starts[np.maximum(sidx, 0)]
         bases = np.array(sorted(self.addr.values()), dtype=np.uint64)
         names = sorted(self.addr, key=self.addr.get)
         idx = np.searchsorted(bases, addr, side="right") - 1
@@ -347,7 +359,7 @@ class HostInterpreter:
         out["offset"] = np.where(shared, soff,
                                  (addr - bases[np.maximum(idx, 0)]).astype(np.int64))
         ids = np.array([self.ids[n] for n in names], dtype=np.int32)
-        out["buffer"] = np.where(shared, -1, ids[np.maximum(idx, 0)])
+        out["buffer"] = np.where(shared, sidx, ids[np.maximum(idx, 0)])
         return out
 
 

@@ -197,6 +197,7 @@ class CpuDevice:
         if self.trace:
             self.trace_smem_bytes = jm.host.smem_static + smem
             self.trace_shared = jm.host.shared
+            self.trace_smem_static = jm.host.smem_static
             self._collect_trace(tp, tl, nw, engines)
         if d.fault:
             raise self._fault(d, jm, shown, loc)

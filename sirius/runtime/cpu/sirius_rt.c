@@ -6,7 +6,7 @@
 // This file schedules a launch over those workers:
 //   * kernels without barriers or warp operations run each thread of a block to completion, one
 //     after the other, in the requested order (the fast path);
-//   * other kernels run every thread of a block as a fiber (ucontext); a barrier or a warp
+//   * other kernels run every thread of a block as a fiber (own stack); a barrier or a warp
 //     operation switches back to the block's scheduler, which releases a barrier once every
 //     thread of the block waits on it and completes a warp operation once every live lane of
 //     the warp asks for it.  A barrier that cannot complete is reported, never waited on.
@@ -26,6 +26,45 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <ucontext.h>
+
+// ---- context switches -------------------------------------------------------------------------
+// On x86-64 a fiber switch saves the callee-saved registers and the FP control words on the
+// stack and swaps stack pointers (glibc's swapcontext also makes a sigprocmask system call on
+// every switch, which made barrier-heavy kernels several times slower). Elsewhere: ucontext.
+#if defined(__x86_64__)
+typedef struct { void *sp; } fctx;
+__attribute__((naked, noinline)) static void fctx_switch(fctx *from, fctx *to) {
+    __asm__ volatile(
+        "pushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
+        "subq $8, %rsp\n\tstmxcsr (%rsp)\n\tfnstcw 4(%rsp)\n\t"
+        "movq %rsp, (%rdi)\n\tmovq (%rsi), %rsp\n\t"
+        "ldmxcsr (%rsp)\n\tfldcw 4(%rsp)\n\taddq $8, %rsp\n\t"
+        "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\t"
+        "ret\n\t");
+}
+// A fresh fiber: its first switch-in "returns" into entry with an ABI-aligned stack.
+static void fctx_make(fctx *c, char *stack, size_t size, void (*entry)(void)) {
+    uint64_t *top = (uint64_t *)(((uintptr_t)(stack + size)) & ~(uintptr_t)15);
+    uint64_t *sp = top - 10;  // 8 words popped/read by the switch, the return address, padding
+    uint32_t csr[2];
+    __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(csr[0]), "=m"(csr[1]));
+    memcpy(&sp[0], csr, 8);
+    for (int i = 1; i <= 6; ++i) sp[i] = 0;
+    sp[7] = (uint64_t)entry;  // after `ret`, rsp = top - 2: 8 mod 16, as after a call
+    sp[8] = sp[9] = 0;
+    c->sp = sp;
+}
+#else
+typedef struct { ucontext_t uc; } fctx;
+static void fctx_switch(fctx *from, fctx *to) { swapcontext(&from->uc, &to->uc); }
+static void fctx_make(fctx *c, char *stack, size_t size, void (*entry)(void)) {
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = stack;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = NULL;
+    makecontext(&c->uc, entry, 0);
+}
+#endif
 
 // ---- the per-worker context seen by JIT code (offsets mirrored in rewrite.py) ---------------
 typedef struct worker worker;
@@ -83,7 +122,7 @@ typedef struct {
 } trace_rec;
 
 typedef struct {
-    ucontext_t uc;
+    fctx uc;
     uint32_t tid[3];
     int state;
     int bar_id, bar_count, bar_site, bar_red, bar_pred;
@@ -101,7 +140,7 @@ struct worker {
     fiber *fibers;
     char *stacks;
     size_t stack_bytes, stacks_cap;
-    ucontext_t sched;
+    fctx sched;
     int cur;          // fiber running, -1 outside fiber mode
     jmp_buf jb;       // fast path fault exit
     int faulted;
@@ -153,7 +192,8 @@ static int record_fault(worker *w, int kind) {
 static _Noreturn void leave_block(worker *w) {
     w->faulted = 1;
     if (w->cur >= 0) {
-        setcontext(&w->sched);
+        fctx_switch(&w->fibers[w->cur].uc, &w->sched);  // never resumed
+        abort();
     }
     longjmp(w->jb, 1);
 }
@@ -213,12 +253,12 @@ static void fiber_main(void) {
     worker *w = tls_worker;
     w->fn(w->d->args);
     w->fibers[w->cur].state = EXITED;
-    swapcontext(&w->fibers[w->cur].uc, &w->sched);
+    fctx_switch(&w->fibers[w->cur].uc, &w->sched);
 }
 
 static void yield_to_scheduler(worker *w) {
     fiber *f = &w->fibers[w->cur];
-    swapcontext(&f->uc, &w->sched);
+    fctx_switch(&f->uc, &w->sched);
     if (w->faulted) leave_block(w);
 }
 
@@ -391,11 +431,7 @@ static void run_block_fibers(worker *w) {
         set_ids(w->ctx, d->block, (uint32_t)i);
         memcpy(f->tid, w->ctx->tid, sizeof f->tid);
         f->state = RUN;
-        getcontext(&f->uc);
-        f->uc.uc_stack.ss_sp = w->stacks + (size_t)i * w->stack_bytes;
-        f->uc.uc_stack.ss_size = w->stack_bytes;
-        f->uc.uc_link = NULL;
-        makecontext(&f->uc, fiber_main, 0);
+        fctx_make(&f->uc, w->stacks + (size_t)i * w->stack_bytes, w->stack_bytes, fiber_main);
     }
     for (;;) {
         int ran = 0;
@@ -406,7 +442,7 @@ static void run_block_fibers(worker *w) {
             if (f->state != RUN) continue;
             memcpy(w->ctx->tid, f->tid, sizeof f->tid);
             w->cur = i;
-            swapcontext(&w->sched, &f->uc);
+            fctx_switch(&w->sched, &f->uc);
             w->cur = -1;
             ran = 1;
             if (w->faulted) return;
