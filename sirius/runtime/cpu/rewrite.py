@@ -36,6 +36,9 @@ _AXIS = {"x": 0, "y": 4, "z": 8}
 _SHFL = {"idx": N.W_SHFL_IDX, "up": N.W_SHFL_UP, "down": N.W_SHFL_DOWN, "bfly": N.W_SHFL_BFLY}
 _VOTE = {"ballot": N.W_BALLOT, "any": N.W_ANY, "all": N.W_ALL, "uni": N.W_UNI}
 _RED = {"popc": 1, "and": 2, "or": 3}
+# Device functions whose host namesakes mean something else: CUDA's vprintf takes a packed
+# argument buffer, libc's a va_list.
+_RENAMED = {"vprintf": "sirius_rt_vprintf"}
 _PARAM_ATTRS = {"noundef", "signext", "zeroext", "inreg", "nonnull", "returned"}
 
 
@@ -336,6 +339,8 @@ def _function(st: _State, fn: Function, lines: list[str]) -> list[str]:
             continue
         ins, start = next(instrs)
         line = _global_subst(raw, st.smem)
+        for old, new in _RENAMED.items():
+            line = line.replace(f"@{old}(", f"@{new}(")
         if start:
             out += _count(st, blocks[id(ins.block)])
         if ins.opcode == "call":
@@ -452,6 +457,8 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             if name.startswith("llvm.nvvm."):
                 continue
             decl = _global_subst(line, smem)
+            if name in _RENAMED:
+                continue  # declared in the prelude under the runtime's name
             if not name.startswith("llvm.") and not lib_has(name):
                 st.rejected.setdefault(f"@{name}", f"calls {name}, which the CPU executor "
                                                    "does not provide")
@@ -497,6 +504,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         "declare i32 @sirius_rt_warp(ptr, i32, i32, i32, i32, i32)",
         "declare i32 @sirius_rt_activemask(ptr)",
         "declare void @sirius_rt_access(ptr, ptr, i32, i32, i32)",
+        "declare i32 @sirius_rt_vprintf(ptr, ptr)",
         *st.externs.values(),
     ]
     # the prelude goes after the target lines

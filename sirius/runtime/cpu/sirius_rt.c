@@ -597,6 +597,47 @@ int sirius_nvvm_f2i_rn(float x) { return (int)nearbyintf(x); }
 int sirius_nvvm_f2i_rz(float x) { return (int)x; }
 float sirius_nvvm_i2f_rn(int x) { return (float)x; }
 
+// ---- device printf: CUDA's vprintf(format, packed argument buffer) ----------------------------
+// Arguments are packed at their natural alignment; float arguments arrive promoted to double.
+int sirius_rt_vprintf(const char *fmt, const char *args) {
+    size_t off = 0;
+    int printed = 0;
+    char spec[64];
+    flockfile(stdout);
+    for (const char *p = fmt; *p; ++p) {
+        if (*p != '%') { putc_unlocked(*p, stdout); ++printed; continue; }
+        if (p[1] == '%') { putc_unlocked('%', stdout); ++p; ++printed; continue; }
+        const char *q = p + 1;
+        while (*q && strchr("-+ #0123456789.", *q)) ++q;
+        int longs = 0;
+        while (*q && strchr("hlzjtL", *q)) { longs += *q == 'l' || *q == 'z' || *q == 'j' || *q == 't'; ++q; }
+        if (!*q || (size_t)(q - p + 2) > sizeof spec) break;
+        char conv = *q;
+        size_t n = (size_t)(q - p + 1);
+        memcpy(spec, p, n);
+        spec[n] = 0;
+        size_t size = (strchr("fFeEgGaAsp", conv) || longs) ? 8 : 4;
+        off = (off + size - 1) / size * size;
+        const char *a = args + off;
+        off += size;
+        if (strchr("fFeEgGaA", conv)) { double v; memcpy(&v, a, 8); printed += printf(spec, v); }
+        else if (conv == 's') { const char *v; memcpy(&v, a, 8); printed += printf(spec, v ? v : "(null)"); }
+        else if (conv == 'p') { void *v; memcpy(&v, a, 8); printed += printf(spec, v); }
+        else if (size == 8) {
+            long long v; memcpy(&v, a, 8);
+            char s2[64]; // normalise the length modifier to ll
+            size_t k = 0;
+            for (size_t i = 0; i + 1 < n; ++i) if (!strchr("hlzjtL", spec[i])) s2[k++] = spec[i];
+            s2[k++] = 'l'; s2[k++] = 'l'; s2[k++] = conv; s2[k] = 0;
+            printed += printf(s2, v);
+        } else { int v; memcpy(&v, a, 4); printed += printf(spec, v); }
+        p = q;
+    }
+    funlockfile(stdout);
+    fflush(stdout);
+    return printed;
+}
+
 // The trace buffers stay owned by the workers; Python copies them before the next launch.
 uint64_t sirius_trace_record_size(void) { return sizeof(trace_rec); }
 
