@@ -141,7 +141,8 @@ class HostInterpreter:
     def __init__(self, program: HostProgram, kernels: dict[str, object], device: Device,
                  module, seed: int = 0, inputs: dict[str, np.ndarray] | None = None,
                  opaque_trips: int = 3,
-                 progress: Callable[[int, int], None] | None = None):
+                 progress: Callable[[int, int], None] | None = None,
+                 dtypes: dict[str, np.dtype] | None = None):
         self.p = program
         self.kernels = kernels  # mangled name -> KernelInfo
         self.dev = device
@@ -153,7 +154,8 @@ class HostInterpreter:
         self.addr: dict[str, int] = {}
         self.sizes = {b.name: b.bytes for b in program.buffers}
         self.ids = {b.name: b.id for b in program.buffers}
-        self.dtypes = self._dtypes()
+        # A fused program passes the original's dtypes, so both get the same RNG data.
+        self.dtypes = {**self._dtypes(), **(dtypes or {})}
         self.initial: dict[str, np.ndarray] = {}
         self.final: dict[str, np.ndarray] = {}
         self.host: dict[str, np.ndarray] = {}
@@ -381,11 +383,14 @@ def run_program(files, *, entry: str = "main", arch: str = "sm_80", flags=None, 
 
 def run_host_program(host_program: HostProgram, program, kernels, device, *, seed: int = 0,
                      inputs=None, opaque_trips: int = 3, progress=None,
-                     order: str = "forward") -> RunResult:
+                     order: str = "forward", dtypes=None) -> RunResult:
+    """Run `host_program` on `device`; `program` supplies the device module (`device_ir`,
+    `device_module`, `files`), `kernels` the KernelInfo facts (for buffer dtypes; `dtypes`
+    overrides them by buffer name)."""
     module = device.load_module(program)
     interp = HostInterpreter(host_program, {k.mangled: k for k in kernels}, device, module,
                              seed=seed, inputs=inputs, opaque_trips=opaque_trips,
-                             progress=progress)
+                             progress=progress, dtypes=dtypes)
     t0 = time.perf_counter()
     interp.run()
     return RunResult(host_program, device.name, seed, order, interp.dtypes, interp.initial,
