@@ -240,17 +240,18 @@ class CpuDevice:
         return KernelFault(msg, site_loc or loc)
 
     def _nearest(self, addr: int) -> str | None:
-        if not self._sorted:
-            return None
+        """Where a bad address lies relative to the closest allocation."""
         i = bisect.bisect_right(self._sorted, addr) - 1
+        options = []
         if i >= 0:
             base = self._sorted[i]
             n, label = self._allocs[base][1], self._allocs[base][2]
             if addr >= base + n:
-                return (f"{addr - base - n} bytes past the end of {label or 'an allocation'} "
-                        f"({n} bytes)")
+                options.append((addr - base - n, f"{addr - base - n} bytes past the end of "
+                                                 f"{label or 'an allocation'} ({n} bytes)"))
         if i + 1 < len(self._sorted):
             base = self._sorted[i + 1]
             label = self._allocs[base][2]
-            return f"{base - addr} bytes before the start of {label or 'an allocation'}"
-        return None
+            options.append((base - addr, f"{base - addr} bytes before the start of "
+                                         f"{label or 'an allocation'}"))
+        return min(options)[1] if options else None

@@ -29,7 +29,7 @@ FAULT_NONE, FAULT_BOUNDS, FAULT_BARRIER, FAULT_WARP = 0, 1, 2, 3
 
 # Warp operations, as sirius_rt_warp numbers them.
 W_SHFL_IDX, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_BFLY = 0, 1, 2, 3
-W_BALLOT, W_ANY, W_ALL, W_UNI, W_SYNC, W_MATCH_ANY = 4, 5, 6, 7, 8, 9
+W_BALLOT, W_ANY, W_ALL, W_UNI, W_SYNC, W_MATCH_ANY, W_ACTIVEMASK = 4, 5, 6, 7, 8, 9, 10
 
 
 class LaunchDesc(ctypes.Structure):

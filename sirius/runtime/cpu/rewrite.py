@@ -151,8 +151,9 @@ def _global_subst(line: str, smem: dict[str, int]) -> str:
 
 
 # ---- NVVM intrinsics --------------------------------------------------------------------------
-def _warp_call(st: _State, res: str, op: int, mask: str, val: str, vty: str, b: str, c: str,
-               rty: str, dbg: str) -> list[str]:
+def _warp_call(st: _State, ins: Instr, res: str, op: int, mask: str, val: str, vty: str, b: str,
+               c: str, rty: str, dbg: str) -> list[str]:
+    site = st.site(ins)
     lines = []
     v = val
     if vty == "float":
@@ -163,7 +164,7 @@ def _warp_call(st: _State, res: str, op: int, mask: str, val: str, vty: str, b: 
         lines.append(f"  {v} = zext i1 {val} to i32")
     r = st.tmp("w")
     lines.append(f"  {r} = call i32 @sirius_rt_warp(ptr @__sirius_ctx, i32 {op}, i32 {mask}, "
-                 f"i32 {v}, i32 {b}, i32 {c}){dbg}")
+                 f"i32 {v}, i32 {b}, i32 {c}, i32 {site}){dbg}")
     if res:
         conv = {"float": f"bitcast i32 {r} to float", "i1": f"trunc i32 {r} to i1",
                 "i32": f"add i32 {r}, 0"}[rty]
@@ -229,20 +230,21 @@ def _nvvm(st: _State, fn: Function, ins: Instr, line: str, name: str) -> list[st
     if m := re.fullmatch(r"shfl\.sync\.(idx|up|down|bfly)\.(i32|f32)", name):
         st.fibers.add(fn.name)
         (_, mask), (vty, val), (_, b), (_, c) = vals
-        return _warp_call(st, res, _SHFL[m.group(1)], mask, val, vty, b, c, rty, dbg)
+        return _warp_call(st, ins, res, _SHFL[m.group(1)], mask, val, vty, b, c, rty, dbg)
     if m := re.fullmatch(r"vote\.(ballot|any|all|uni)\.sync", name):
         st.fibers.add(fn.name)
         (_, mask), (vty, val) = vals
-        return _warp_call(st, res, _VOTE[m.group(1)], mask, val, vty, "0", "0", rty, dbg)
+        return _warp_call(st, ins, res, _VOTE[m.group(1)], mask, val, vty, "0", "0", rty, dbg)
     if name == "match.any.sync.i32":
         st.fibers.add(fn.name)
         (_, mask), (vty, val) = vals
-        return _warp_call(st, res, N.W_MATCH_ANY, mask, val, vty, "0", "0", rty, dbg)
+        return _warp_call(st, ins, res, N.W_MATCH_ANY, mask, val, vty, "0", "0", rty, dbg)
     if name == "bar.warp.sync":
         st.fibers.add(fn.name)
-        return _warp_call(st, "", N.W_SYNC, vals[0][1], "0", "i32", "0", "0", "void", dbg)
+        return _warp_call(st, ins, "", N.W_SYNC, vals[0][1], "0", "i32", "0", "0", "void", dbg)
     if name == "activemask":
-        return [f"  {res} = call i32 @sirius_rt_activemask(ptr @__sirius_ctx){dbg}"]
+        st.fibers.add(fn.name)
+        return _warp_call(st, ins, res, N.W_ACTIVEMASK, "0", "0", "i32", "0", "0", "i32", dbg)
     if name.startswith(("membar.", "fence.")) and not res:
         return []  # workers on x86 see each other's stores in order; atomics are real atomics
     cname = "sirius_nvvm_" + re.sub(r"[^\w]", "_", re.sub(r"\.p\d+", "", name))
@@ -501,8 +503,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         f"@__sirius_ctx = global [{N.CTX_BYTES} x i8] zeroinitializer, align 64",
         f"@__sirius_smem = global [{smem_bytes} x i8] zeroinitializer, align 64",
         "declare i32 @sirius_rt_barrier(ptr, i32, i32, i32, i32, i32)",
-        "declare i32 @sirius_rt_warp(ptr, i32, i32, i32, i32, i32)",
-        "declare i32 @sirius_rt_activemask(ptr)",
+        "declare i32 @sirius_rt_warp(ptr, i32, i32, i32, i32, i32, i32)",
         "declare void @sirius_rt_access(ptr, ptr, i32, i32, i32)",
         "declare i32 @sirius_rt_vprintf(ptr, ptr)",
         *st.externs.values(),

@@ -45,13 +45,15 @@ __attribute__((naked, noinline)) static void fctx_switch(fctx *from, fctx *to) {
 // A fresh fiber: its first switch-in "returns" into entry with an ABI-aligned stack.
 static void fctx_make(fctx *c, char *stack, size_t size, void (*entry)(void)) {
     uint64_t *top = (uint64_t *)(((uintptr_t)(stack + size)) & ~(uintptr_t)15);
-    uint64_t *sp = top - 10;  // 8 words popped/read by the switch, the return address, padding
+    // The switch reads 7 words (control words, 6 registers) and `ret` pops the 8th, so rsp
+    // after the `ret` is sp + 8 words = top - 3 words: 8 mod 16, as just after a call.
+    uint64_t *sp = top - 11;
     uint32_t csr[2];
     __asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(csr[0]), "=m"(csr[1]));
     memcpy(&sp[0], csr, 8);
     for (int i = 1; i <= 6; ++i) sp[i] = 0;
-    sp[7] = (uint64_t)entry;  // after `ret`, rsp = top - 2: 8 mod 16, as after a call
-    sp[8] = sp[9] = 0;
+    sp[7] = (uint64_t)entry;
+    sp[8] = sp[9] = sp[10] = 0;
     c->sp = sp;
 }
 #else
@@ -86,7 +88,8 @@ enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
 enum { RUN = 0, AT_BARRIER = 1, AT_WARP = 2, EXITED = 3 };
 enum { FAULT_NONE = 0, FAULT_BOUNDS = 1, FAULT_BARRIER = 2, FAULT_WARP = 3, FAULT_STACK = 4 };
 enum { W_SHFL_IDX = 0, W_SHFL_UP = 1, W_SHFL_DOWN = 2, W_SHFL_BFLY = 3, W_BALLOT = 4,
-       W_ANY = 5, W_ALL = 6, W_UNI = 7, W_SYNC = 8, W_MATCH_ANY = 9 };
+       W_ANY = 5, W_ALL = 6, W_UNI = 7, W_SYNC = 8, W_MATCH_ANY = 9,
+       W_ACTIVEMASK = 10 };
 
 // A launch as Python describes it (ctypes mirror in sirius/runtime/cpu/native.py).
 typedef struct {
@@ -126,7 +129,7 @@ typedef struct {
     uint32_t tid[3];
     int state;
     int bar_id, bar_count, bar_site, bar_red, bar_pred;
-    int wop;
+    int wop, wsite;
     uint32_t wmask, wval, wb, wc, wresult;
 } fiber;
 
@@ -281,24 +284,17 @@ uint32_t sirius_rt_barrier(sirius_ctx *c, int32_t id, int32_t count, int32_t sit
     return f->wresult;
 }
 
+// A warp-synchronous operation at call site `site`: the lanes that wait at the same site form
+// one operation (lanes in divergent branches wait at different sites).
 uint32_t sirius_rt_warp(sirius_ctx *c, int32_t op, uint32_t mask, uint32_t val, uint32_t b,
-                        uint32_t cc) {
+                        uint32_t cc, int32_t site) {
     worker *w = c->w;
     if (w->cur < 0) { fprintf(stderr, "sirius: warp op outside fiber mode\n"); abort(); }
     fiber *f = &w->fibers[w->cur];
     f->state = AT_WARP;
-    f->wop = op; f->wmask = mask; f->wval = val; f->wb = b; f->wc = cc;
+    f->wop = op; f->wmask = mask; f->wval = val; f->wb = b; f->wc = cc; f->wsite = site;
     yield_to_scheduler(w);
     return f->wresult;
-}
-
-uint32_t sirius_rt_activemask(sirius_ctx *c) {
-    worker *w = c->w;
-    if (w->cur < 0) return 0xffffffffu;
-    int warp0 = w->cur & ~31, m = 0;
-    for (int l = 0; l < 32 && warp0 + l < w->nthreads; ++l)
-        if (w->fibers[warp0 + l].state != EXITED) m |= 1u << l;
-    return m;
 }
 
 static void complete_warp(worker *w, int warp0, uint32_t present) {
@@ -327,6 +323,8 @@ static void complete_warp(worker *w, int warp0, uint32_t present) {
             else if (f->wop == W_ANY) r = bal != 0;
             else if (f->wop == W_ALL) r = bal == m;
             else r = bal == 0 || bal == m;
+        } else if (f->wop == W_ACTIVEMASK) {
+            r = present;
         } else if (f->wop == W_MATCH_ANY) {
             for (int k = 0; k < 32; ++k)
                 if ((f->wmask & present) >> k & 1 && F[k].wval == f->wval) r |= 1u << k;
@@ -340,17 +338,28 @@ static void complete_warp(worker *w, int warp0, uint32_t present) {
 // Try to complete one warp operation or barrier; 1 when something became runnable.
 static int release(worker *w) {
     int n = w->nthreads;
-    // warp operations: a warp whose live lanes (within the masks asked for) all wait on one
+    // warp operations: the lanes of a warp waiting at one call site complete together once
+    // every live lane their masks name is among them. activemask completes with the lanes at
+    // its site (this runs only when no thread can run, so every lane that will get there has).
     for (int warp0 = 0; warp0 < n; warp0 += 32) {
-        uint32_t waiting = 0, need = 0, live = 0;
-        for (int l = 0; l < 32 && warp0 + l < n; ++l) {
-            fiber *f = &w->fibers[warp0 + l];
-            if (f->state != EXITED) live |= 1u << l;
-            if (f->state == AT_WARP) { waiting |= 1u << l; need |= f->wmask; }
-        }
-        if (waiting && ((need & live) & ~waiting) == 0) {
-            complete_warp(w, warp0, waiting);
-            return 1;
+        fiber *F = w->fibers + warp0;
+        int lanes = n - warp0 < 32 ? n - warp0 : 32;
+        uint32_t live = 0, done_sites = 0;
+        for (int l = 0; l < lanes; ++l)
+            if (F[l].state != EXITED) live |= 1u << l;
+        for (int l = 0; l < lanes; ++l) {
+            if (F[l].state != AT_WARP || (done_sites >> l & 1)) continue;
+            uint32_t group = 0, need = 0;
+            for (int k = l; k < lanes; ++k)
+                if (F[k].state == AT_WARP && F[k].wsite == F[l].wsite) {
+                    group |= 1u << k;
+                    need |= F[k].wmask;
+                }
+            done_sites |= group;
+            if (F[l].wop == W_ACTIVEMASK || ((need & live) & ~group) == 0) {
+                complete_warp(w, warp0, group);
+                return 1;
+            }
         }
     }
     // barriers: every barrier id that has waiters, in order of the first waiter
