@@ -219,7 +219,7 @@ def _nvvm(st: _State, fn: Function, ins: Instr, line: str, name: str) -> list[st
         counted = re.search(r"\b(count|cnt)\b", name) or name == "barrier"
         cnt = vals[1][1] if counted and len(vals) > 1 else "0"
         if red:
-            bid = vals[0][1] if len(vals) == 2 else "0"
+            bid = vals[0][1] if len(vals) >= 2 else "0"
         r = st.tmp("b")
         out = pre + [f"  {r} = call i32 @sirius_rt_barrier(ptr @__sirius_ctx, i32 {bid}, "
                      f"i32 {cnt}, i32 {site}, i32 {red}, i32 {pred}){dbg}"]
