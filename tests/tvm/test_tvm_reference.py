@@ -1,0 +1,43 @@
+"""Committed TVM models run on the CPU executor with the inputs and parameters of their
+reference .npz; outputs compared with TVM's own llvm (CPU) build of the same module.
+
+Tolerance: |executor - reference| <= 1e-5 * max(1, |reference|) per element. The two builds
+compute the same float32 operations in different orders (TVM's CUDA schedules split and tile
+reductions, the llvm build does not; clang may contract a*b+c into an fma), so they differ by
+reassociation only; measured differences are at most about 1e-6 relative (docs/tvm-import.md).
+
+The default run covers the models that compile in a few seconds; SIRIUS_TVM_FULL=1 runs all.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from tests.tvm.support import TVM_DIR, committed, meta
+
+FAST = {"mlp", "bert_qkv", "lstm", "seq2seq", "op_softmax", "op_layer_norm", "op_reduce",
+        "op_pool", "op_depthwise_conv", "op_batch_matmul", "op_conv2d", "op_dense"}
+FULL = bool(os.environ.get("SIRIUS_TVM_FULL"))
+TOL = 1e-5
+
+
+@pytest.mark.parametrize("name", committed())
+def test_executor_matches_tvm_reference(name):
+    if name not in FAST and not FULL:
+        pytest.skip("slow to compile; SIRIUS_TVM_FULL=1 runs it")
+    from sirius.runtime.interpreter import run_program
+
+    doc = meta(name)
+    ref = np.load(TVM_DIR / f"{name}.npz")
+    outputs = [o["buffer"] for o in doc["outputs"]]
+    inputs = {k: ref[k] for k in ref.files if k not in outputs}
+    r = run_program([TVM_DIR / f"{name}.cu"], inputs=inputs)
+    for out in outputs:
+        expected = ref[out].reshape(-1)
+        got = np.asarray(r.final[out]).view(np.float32).reshape(-1)[:expected.size]
+        err = np.abs(got.astype(np.float64) - expected)
+        bound = TOL * np.maximum(1.0, np.abs(expected.astype(np.float64)))
+        assert np.all(err <= bound), f"{out}: max error {err.max():.3g}"
