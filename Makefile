@@ -1,4 +1,4 @@
-.PHONY: setup demo test bench lint clean-cache
+.PHONY: setup demo test bench fuzz lint clean-cache
 
 VENV := .venv
 SIRIUS := $(VENV)/bin/sirius
@@ -16,6 +16,9 @@ test: setup
 
 bench: setup
 	$(VENV)/bin/python scripts/bench_executor.py
+
+fuzz: setup
+	$(VENV)/bin/python scripts/fuzz.py --count 1000
 
 lint: setup
 	$(VENV)/bin/ruff check sirius tests scripts
