@@ -1,167 +1,65 @@
 """Affine expressions over the LLVM values of a kernel, for one launch configuration.
 
-A value is a `Val`: a few `Piece`s, each a quasi-affine `Expr` over the instance dimensions
-(block ids `bx, by, bz`, thread ids `tx, ty, tz`, one dimension per enclosing loop) and the
-host loop variables (isl parameters), valid where its isl `cond` holds (None: everywhere); a
-pointer piece also has a `Base` (which parameter or shared array it points into). `select`s and
-phis that merge different values become several pieces. Whatever cannot be expressed is unknown
-(`pieces is None`, or a pointer piece with `expr None`) with the reason recorded; a value built
-by over-approximation (a select on an unknown condition keeps both sides) has `exact=False`.
+`ValueEval` gives every integer and pointer value of a kernel a `Val` (sirius.analysis.pieces:
+quasi-affine pieces over the thread ids, loop dimensions and host loop variables) and every i1
+value a `Cond` (sirius.analysis.conditions). Scalar parameters take the launch's values
+(`Binding`); one the host model does not know is an isl parameter `_p_<name>`. Shifts, masks,
+`udiv`/`urem`/`sdiv`/`srem` by constants, `sext`/`zext`/`trunc`, GEPs over arrays, structs and
+vectors, `select`s, `smin`/`smax` and phis (merges become pieces; loop headers are bound by
+sirius.analysis.domains) are exact.
 
-Assumptions, written down: index arithmetic does not wrap (`sext`, `trunc`, `zext nneg` are the
-identity; a `zext` of a possibly negative value is split in two pieces), divisions and shifts of
-indices act on non-negative values (C's truncation equals `floor` there).
+Assumptions, written down: 32- and 64-bit index arithmetic does not wrap (`sext` is the
+identity, `trunc` to 32 bits too). Narrower arithmetic (LLVM narrows `x % 9 / 3` to 8 bits) is
+modelled with its wrap-around, `((e + 2^(n-1)) mod 2^n) - 2^(n-1)`, unless the thread-id bounds
+prove it fits; an unsigned division, remainder, shift or `zext` of a possibly negative value is
+split into the non-negative piece and the piece `e + 2^n`, C's truncating `sdiv`/`srem` into
+signs. Each is exact.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import islpy as isl
 
+from sirius.analysis.conditions import Conditions
 from sirius.analysis.expr import Expr
+from sirius.analysis.intops import (
+    and_mask,
+    bit_width,
+    div,
+    or_disjoint,
+    rem,
+    shl,
+    shr,
+    signed,
+    xor,
+)
 from sirius.analysis.irtypes import TypeParseError, field_offset, type_size
 from sirius.analysis.irview import Argument, Const, ConstExpr, Function, Instr, Value
+from sirius.analysis.pieces import (
+    ANY,
+    MAX_PIECES,
+    THREAD_DIMS,
+    Base,
+    Binding,
+    Cond,
+    Piece,
+    Space,
+    Val,
+    collapse,
+    const,
+    meet,
+    same,
+    space_of_global,
+    unknown,
+)
 
-THREAD_DIMS = ("bx", "by", "bz", "tx", "ty", "tz")
-MAX_PIECES = 16
+__all__ = ["ANY", "MAX_PIECES", "THREAD_DIMS", "Base", "Binding", "Cond", "Piece", "Space", "Val",
+           "ValueEval", "collapse", "const", "same", "signed", "space_of_global", "unknown"]
+
 _SREG_RE = re.compile(r"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ctaid|ntid|nctaid)\.([xyz])$")
 _AXIS = {"x": 0, "y": 1, "z": 2}
-_ADDRSPACE_RE = re.compile(r"addrspace\((\d+)\)")
-_SPACE_OF = {1: "global", 3: "shared", 4: "const", 5: "local"}
-
-
-@dataclass(frozen=True, slots=True)
-class Binding:
-    """What a launch fixes: grid and block sizes, the integer scalar arguments (None where the
-    value is not an integer the host model knows) and the dynamic shared memory bytes."""
-
-    grid: tuple[Expr, Expr, Expr]
-    block: tuple[Expr, Expr, Expr]
-    scalars: tuple[Expr | None, ...]
-    smem: Expr = Expr(0)
-
-    def host_vars(self) -> list[str]:
-        out: set[str] = set()
-        for e in (*self.grid, *self.block, *(s for s in self.scalars if s is not None), self.smem):
-            out |= e.variables()
-        return sorted(out)
-
-
-@dataclass(frozen=True, slots=True)
-class Base:
-    """Where a pointer points: `param` (kernel parameter `ref`), `shared` (array `ref`, an IR
-    global), `global`/`const` (a module global), `local` (thread-private) or `any`."""
-
-    space: str
-    ref: int | str = ""
-
-
-ANY = Base("any")
-
-
-@dataclass(frozen=True, slots=True)
-class Piece:
-    cond: isl.Set | None
-    expr: Expr | None
-    base: Base | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Val:
-    pieces: tuple[Piece, ...] | None
-    exact: bool = True
-    reason: str = ""
-
-    @property
-    def known(self) -> bool:
-        return self.pieces is not None
-
-    def inexact(self, reason: str) -> Val:
-        return Val(self.pieces, False, reason)
-
-    def single(self) -> Expr | None:
-        if self.pieces and len(self.pieces) == 1 and self.pieces[0].cond is None:
-            return self.pieces[0].expr
-        return None
-
-
-def same(a: Val, b: Val) -> bool:
-    """The same value (conditions compared by identity: cheap and sufficient for phis)."""
-    if a.pieces is None or b.pieces is None:
-        return False
-    return a.exact == b.exact and len(a.pieces) == len(b.pieces) and all(
-        p.cond is q.cond and p.expr == q.expr and p.base == q.base
-        for p, q in zip(a.pieces, b.pieces, strict=False))
-
-
-def const(v: int | Expr) -> Val:
-    return Val((Piece(None, Expr.of(v)),))
-
-
-def unknown(reason: str) -> Val:
-    return Val(None, False, reason)
-
-
-@dataclass(frozen=True, slots=True)
-class Cond:
-    """Where an i1 value may be true; `exact` when it is true exactly there."""
-
-    may: isl.Set
-    exact: bool = True
-    reason: str = ""
-
-
-class Space:
-    """The isl space of one kernel under one binding: dimension and parameter names."""
-
-    def __init__(self, dims: list[str], params: list[str]):
-        self.dims = dims
-        self.params = params
-        self._head = f"[{', '.join(params)}] -> " if params else ""
-        self._tuple = f"[{', '.join(dims)}]"
-        self.universe = isl.Set(f"{self._head}{{ {self._tuple} }}")
-        self.empty = self.universe.subtract(self.universe)
-        self._cache: dict[str, isl.Set] = {}
-
-    def set(self, constraint: str) -> isl.Set:
-        s = self._cache.get(constraint)
-        if s is None:
-            s = isl.Set(f"{self._head}{{ {self._tuple} : {constraint} }}")
-            self._cache[constraint] = s
-        return s
-
-    def map_to_offset(self, expr: Expr) -> isl.Map:
-        return isl.Map(f"{self._head}{{ {self._tuple} -> [o] : o = {expr} }}")
-
-    def later(self, dim: str, step: int) -> isl.Map:
-        """{ [.., dim, ..] -> [.., w, ..] : w comes after dim (step > 0: w > dim) }"""
-        out = ["__w" if d == dim else d for d in self.dims]
-        rel = ">" if step > 0 else "<"
-        return isl.Map(f"{self._head}{{ {self._tuple} -> [{', '.join(out)}] : __w {rel} {dim} }}")
-
-
-def _and(a: isl.Set | None, b: isl.Set | None) -> isl.Set | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a.intersect(b)
-
-
-def _rel(a: Expr, b: Expr, pred: str) -> str:
-    signed = {"eq": "=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
-    if pred in signed:
-        return f"{a} {signed[pred]} {b}"
-    if pred == "ne":
-        return f"({a} < {b} or {a} > {b})"
-    if pred in ("ugt", "uge"):
-        a, b, pred = b, a, {"ugt": "ult", "uge": "ule"}[pred]
-    op = "<" if pred == "ult" else "<="
-    # unsigned order on the 32/64-bit patterns of signed values: negatives are the largest
-    return (f"(({a} >= 0 and {b} < 0) or ((({a} >= 0 and {b} >= 0) or ({a} < 0 and {b} < 0)) "
-            f"and {a} {op} {b}))")
 
 
 def _elem_type(ty: str) -> str | None:
@@ -169,17 +67,7 @@ def _elem_type(ty: str) -> str | None:
     return m.group(1) if m else None
 
 
-def space_of_global(global_text: str) -> str:
-    decl = global_text.split(" = ", 1)[-1]
-    head = re.split(r"\b(?:global|constant)\b", decl, maxsplit=1)[0]
-    m = _ADDRSPACE_RE.search(head)
-    space = _SPACE_OF.get(int(m.group(1)) if m else 0, "global")
-    if space == "global" and re.search(r"\bconstant\b", decl):
-        return "const"
-    return space
-
-
-class ValueEval:
+class ValueEval(Conditions):
     """Evaluates the integer, pointer and i1 values of one kernel under one binding.
 
     `loop_value` (set by the caller for each loop header phi) and `phi_pieces` (a callback giving
@@ -198,6 +86,9 @@ class ValueEval:
         self.memo: dict[Value, Val] = {}
         self.cmemo: dict[Value, Cond] = {}
         self.loop_value: dict[Instr, Val] = {}
+        sizes = (*binding.grid, *binding.block)
+        self.ranges = {d: (0, e.const - 1) for d, e in zip(THREAD_DIMS, sizes, strict=True)
+                       if e.is_const}
         self.phi_pieces = None  # Callable[[Instr], Val]
 
     # helpers ----------------------------------------------------------------------------------
@@ -212,10 +103,10 @@ class ValueEval:
                 return v
         combos: list[tuple[isl.Set | None, list[Piece]]] = [(None, [])]
         for v in vals:
-            combos = [(_and(c, p.cond), ps + [p]) for c, ps in combos for p in v.pieces]
+            combos = [(meet(c, p.cond), ps + [p]) for c, ps in combos for p in v.pieces]
             combos = [(c, ps) for c, ps in combos if c is None or not c.is_empty()]
             if len(combos) > MAX_PIECES:
-                return unknown(f"too many cases in {what}")
+                return collapse([v for v in vals if v.known], f"too many cases in {what}")
         out = []
         for c, ps in combos:
             r = f(*ps)
@@ -223,7 +114,7 @@ class ValueEval:
                 return unknown(what)
             out.append(r if isinstance(r, Piece) else Piece(c, r))
             if isinstance(r, Piece) and c is not None:
-                out[-1] = Piece(_and(c, r.cond), r.expr, r.base)
+                out[-1] = Piece(meet(c, r.cond), r.expr, r.base)
         return Val(tuple(out), all(v.exact for v in vals), "; ".join(v.reason for v in vals
                                                                        if v.reason))
 
@@ -318,8 +209,11 @@ class ValueEval:
             if v in self.loop_value:
                 return self.loop_value[v]
             return self.phi_pieces(v) if self.phi_pieces else unknown("phi")
-        if op in ("sext", "trunc", "freeze", "bitcast", "addrspacecast"):
+        if op in ("sext", "freeze", "bitcast", "addrspacecast"):
             return self.value(ops[0])
+        if op == "trunc":  # LLVM narrows index arithmetic to i8/i16: model the wrap-around
+            a = self.value(ops[0])
+            return a if " nuw " in v.text or " nsw " in v.text else self.wrap(a, bit_width(v.type))
         if op == "zext":
             return self._zext(v)
         if op == "getelementptr":
@@ -339,29 +233,66 @@ class ValueEval:
         if op in ("load", "atomicrmw", "cmpxchg", "extractvalue"):
             return unknown(f"value loaded from memory{self._where(v)}")
         if op in _BINOPS:
-            return _BINOPS[op](self, v, self.value(ops[0]), self.value(ops[1]))
+            a, b = self.value(ops[0]), self.value(ops[1])
+            bits = bit_width(v.type)
+            if op in _UNSIGNED:  # the dividend as the unsigned value of its bits
+                a = self.by_sign(a, lambda e: e, lambda e: e + (1 << bits), op)
+            out = _BINOPS[op](self, v, a, b)
+            if op in _WRAPPING and bits < 32 and " nuw " not in v.text \
+                    and " nsw " not in v.text:
+                out = self.wrap(out, bits)
+            return out
         return unknown(f"{op}{self._where(v)}")
 
     def _zext(self, v: Instr) -> Val:
         a = self.value(v.operands[0])
         if " nneg " in v.text or not a.known or v.operands[0].type == "i1":
             return a
-        bits = int(v.operands[0].type[1:]) if v.operands[0].type[1:].isdigit() else 32
+        bits = bit_width(v.operands[0].type)
+        return self.by_sign(a, lambda e: e, lambda e: e + (1 << bits), "zext")
 
-        def f(p: Piece):
+    def by_sign(self, a: Val, nonneg, neg, what: str) -> Val:
+        """Each piece of `a` mapped by nonneg(e) where its expression e >= 0 and by neg(e)
+        where e < 0 (a side the thread-id bounds rule out is left out)."""
+        if not a.known:
+            return a
+        sp = self.space
+        out: list[Piece] = []
+        for p in a.pieces:
             if p.expr is None:
-                return None
-            neg = self.space.set(f"{p.expr} < 0")
-            return Piece(self.space.universe.subtract(neg), p.expr)
+                return unknown(what)
+            b = p.expr.bounds(self.ranges)
+            sides = []
+            if b is None or b[1] >= 0:
+                sides.append((sp.set(f"{p.expr} >= 0") if b is None or b[0] < 0 else None,
+                              nonneg(p.expr)))
+            if b is None or b[0] < 0:
+                sides.append((sp.set(f"{p.expr} < 0") if b is None or b[1] >= 0 else None,
+                              neg(p.expr)))
+            for cond, e in sides:
+                if e is None:
+                    return unknown(what)
+                c = meet(cond, p.cond)
+                if c is None or not c.is_empty():
+                    out.append(Piece(c, e, p.base))
+        if len(out) > MAX_PIECES:
+            return unknown(f"too many cases in {what}")
+        return Val(tuple(out), a.exact, a.reason)
 
-        nonneg = self._lift([a], f, "zext")
-        wrapped = self._lift([a], lambda p: Piece(self.space.set(f"{p.expr} < 0"),
-                                                  p.expr + (1 << bits)), "zext")
-        if not nonneg.known or not wrapped.known:
-            return unknown("zext")
-        pieces = tuple(p for p in (*nonneg.pieces, *wrapped.pieces)
-                       if p.cond is None or not p.cond.is_empty())
-        return Val(pieces, a.exact, a.reason)
+    def wrap(self, a: Val, bits: int) -> Val:
+        """`a` as a signed `bits`-bit integer: unchanged where it provably fits, else
+        ((e + 2^(bits-1)) mod 2^bits) - 2^(bits-1) (exact, quasi-affine)."""
+        if not a.known or bits >= 32:
+            return a
+        half = 1 << (bits - 1)
+        out = []
+        for p in a.pieces:
+            e = p.expr
+            b = e.bounds(self.ranges) if e is not None else None
+            if e is not None and not (b is not None and -half <= b[0] and b[1] < half):
+                e = (e + half).mod(2 * half) - half
+            out.append(Piece(p.cond, e, p.base))
+        return Val(tuple(out), a.exact, a.reason)
 
     def _select(self, c: Cond, a: Val, b: Val) -> Val:
         if not a.known:
@@ -371,8 +302,8 @@ class ValueEval:
         if not c.exact:
             return Val(a.pieces + b.pieces, False, c.reason or "select on an unknown condition")
         notc = self.space.universe.subtract(c.may)
-        pa = [Piece(_and(c.may, p.cond), p.expr, p.base) for p in a.pieces]
-        pb = [Piece(_and(notc, p.cond), p.expr, p.base) for p in b.pieces]
+        pa = [Piece(meet(c.may, p.cond), p.expr, p.base) for p in a.pieces]
+        pb = [Piece(meet(notc, p.cond), p.expr, p.base) for p in b.pieces]
         pieces = tuple(p for p in pa + pb if not p.cond.is_empty())
         if len(pieces) > MAX_PIECES:
             return unknown("too many cases in select")
@@ -393,106 +324,6 @@ class ValueEval:
             return self._select(self._icmp(pred, a, b), a, b)
         return unknown(f"result of a call to {name or 'an indirect callee'}{self._where(v)}")
 
-    # conditions -------------------------------------------------------------------------------
-    def cond(self, v: Value) -> Cond:
-        got = self.cmemo.get(v)
-        if got is None:
-            got = self._cond(v)
-            self.cmemo[v] = got
-        return got
-
-    def _cond(self, v: Value) -> Cond:
-        sp = self.space
-        if isinstance(v, Const) and isinstance(v.value, int):
-            return Cond(sp.universe if v.value else sp.empty)
-        if not isinstance(v, Instr):
-            return Cond(sp.universe, False, f"condition {v.kind}")
-        ops = v.operands
-        if v.opcode == "icmp":
-            if ops[0].type.startswith("ptr"):
-                return Cond(sp.universe, False, f"pointer comparison{self._where(v)}")
-            pred = v.predicate
-            if "samesign" in v.text and pred[0] == "u":
-                pred = "s" + pred[1:]
-            return self._icmp(pred, self.value(ops[0]), self.value(ops[1]))
-        if v.opcode in ("and", "or") or (v.opcode == "select" and _is_bool_const(ops[2], 0)):
-            a = self.cond(ops[0])
-            b = self.cond(ops[1])
-            if v.opcode == "or":
-                return Cond(a.may.union(b.may).coalesce(), a.exact and b.exact,
-                            a.reason or b.reason)
-            return Cond(a.may.intersect(b.may), a.exact and b.exact, a.reason or b.reason)
-        if v.opcode == "select" and _is_bool_const(ops[1], 1):
-            a, b = self.cond(ops[0]), self.cond(ops[2])
-            return Cond(a.may.union(b.may).coalesce(), a.exact and b.exact, a.reason or b.reason)
-        if v.opcode == "xor" and (_is_bool_const(ops[1], 1) or _is_bool_const(ops[0], 1)):
-            return self.negate(self.cond(ops[0] if _is_bool_const(ops[1], 1) else ops[1]))
-        if v.opcode == "select":
-            c, a, b = self.cond(ops[0]), self.cond(ops[1]), self.cond(ops[2])
-            if not c.exact:
-                return Cond(a.may.union(b.may), False, c.reason)
-            notc = sp.universe.subtract(c.may)
-            return Cond(c.may.intersect(a.may).union(notc.intersect(b.may)).coalesce(),
-                        a.exact and b.exact, a.reason or b.reason)
-        if v.opcode == "freeze" or (v.opcode == "trunc" and ops[0].type == "i1"):
-            return self.cond(ops[0])
-        if v.opcode == "trunc":  # the low bit
-            x = self.value(ops[0])
-            if x.known and all(p.expr is not None for p in x.pieces):
-                may = sp.empty
-                for p in x.pieces:
-                    s = sp.set(f"({p.expr}) mod 2 = 1")
-                    may = may.union(s if p.cond is None else s.intersect(p.cond))
-                return Cond(may.coalesce(), x.exact, x.reason)
-        if v.opcode == "phi" and v not in self.loop_value and self.phi_pieces:
-            val = self.phi_pieces(v)
-            if val.known and all(p.expr is not None and p.expr.is_const for p in val.pieces):
-                may = sp.empty
-                for p in val.pieces:
-                    if p.expr.const:
-                        may = may.union(p.cond if p.cond is not None else sp.universe)
-                return Cond(may.coalesce(), val.exact, val.reason)
-        return Cond(sp.universe, False, f"condition computed by {v.opcode}{self._where(v)}")
-
-    def negate(self, c: Cond) -> Cond:
-        if not c.exact:
-            return Cond(self.space.universe, False, c.reason)
-        return Cond(self.space.universe.subtract(c.may).coalesce())
-
-    def _icmp(self, pred: str, a: Val, b: Val) -> Cond:
-        sp = self.space
-        if not a.known or not b.known:
-            return Cond(sp.universe, False, a.reason or b.reason)
-        may = sp.empty
-        for pa in a.pieces:
-            for pb in b.pieces:
-                if pa.expr is None or pb.expr is None or pa.base != pb.base:
-                    return Cond(sp.universe, False, "comparison of unknown values")
-                s = sp.set(_rel(pa.expr, pb.expr, pred))
-                may = may.union(s.intersect(_and(pa.cond, pb.cond) or sp.universe))
-        return Cond(may.coalesce(), a.exact and b.exact, a.reason or b.reason)
-
-
-def signed(x: int, ty: str) -> int:
-    """The signed value of an integer constant of LLVM type `ty` (llvmlite reads them unsigned)."""
-    m = re.fullmatch(r"i(\d+)", ty)
-    if m:
-        bits = int(m.group(1))
-        x &= (1 << bits) - 1
-        if bits > 1 and x >= 1 << (bits - 1):
-            x -= 1 << bits
-    return x
-
-
-def _is_bool_const(v: Value, x: int) -> bool:
-    return isinstance(v, Const) and v.type == "i1" and (v.value != 0) == bool(x)
-
-
-def _pow2(c: Expr | None) -> int | None:
-    if c is None or not c.is_const or c.const <= 0 or c.const & (c.const - 1):
-        return None
-    return c.const.bit_length() - 1
-
 
 def _binop(f, what: str):
     def run(ev: ValueEval, v: Instr, a: Val, b: Val) -> Val:
@@ -502,69 +333,37 @@ def _binop(f, what: str):
     return run
 
 
-def _div(a: Expr, b: Expr) -> Expr | None:
-    return a.floordiv(b.const) if b.is_const and b.const > 0 else None
-
-
-def _rem(a: Expr, b: Expr) -> Expr | None:
-    return a.mod(b.const) if b.is_const and b.const > 0 else None
-
-
-def _shl(a: Expr, b: Expr) -> Expr | None:
-    return a.scale(1 << b.const) if b.is_const and 0 <= b.const < 63 else None
-
-
-def _shr(a: Expr, b: Expr) -> Expr | None:
-    return a.floordiv(1 << b.const) if b.is_const and 0 <= b.const < 63 else None
-
-
-def _and_mask(a: Expr, b: Expr) -> Expr | None:
-    if a.is_const and b.is_const:
-        return Expr(a.const & b.const)
-    if a.is_const:
-        a, b = b, a
-    if not b.is_const:
-        return None
-    m = b.const
-    if m < 0:  # ~(2^k - 1): clear the low k bits
-        low = (~m) + 1
-        k = _pow2(Expr(low))
-        return None if k is None else a - a.mod(low)
-    hi = m + 1
-    if hi & (hi - 1) == 0:  # 2^k - 1
-        return a.mod(hi)
-    low = m & -m
-    top = m + low
-    if top & (top - 1) == 0:  # contiguous bits b..k-1 = (a mod 2^k) - (a mod 2^b)
-        return a.mod(top) - a.mod(low)
-    return None
-
-
-def _xor(a: Expr, b: Expr) -> Expr | None:
-    if a.is_const and b.is_const:
-        return Expr(a.const ^ b.const)
-    return -a - 1 if b.is_const and b.const == -1 else None  # ~a
-
-
 def _or(ev: ValueEval, v: Instr, a: Val, b: Val) -> Val:
     if " disjoint " in v.text:
         return ev._int2(a, b, lambda x, y: x + y, "or")
-    return ev._int2(a, b, lambda x, y: Expr(x.const | y.const) if x.is_const and y.is_const
-                    else None, f"bitwise or{ev._where(v)}")
+    return ev._int2(a, b, or_disjoint, f"bitwise or{ev._where(v)}")
 
 
+def _signed_div(ev: ValueEval, v: Instr, a: Val, b: Val, op: str) -> Val:
+    """C's truncating division and remainder by a positive constant."""
+    d = b.single()
+    if d is None or not d.is_const or d.const <= 0:
+        return unknown(f"{op} by a variable{ev._where(v)}")
+    k = d.const
+    if op == "sdiv":
+        return ev.by_sign(a, lambda e: e.floordiv(k), lambda e: (-e).floordiv(k).scale(-1), op)
+    return ev.by_sign(a, lambda e: e.mod(k), lambda e: (-e).mod(k).scale(-1), op)
+
+
+_UNSIGNED = ("udiv", "urem", "lshr")
+_WRAPPING = ("add", "sub", "mul", "shl")
 _BINOPS = {
     "add": _binop(lambda a, b: a + b, "add"),
     "sub": _binop(lambda a, b: a - b, "sub"),
     "mul": _binop(lambda a, b: a.mul(b), "product of two variables"),
-    "shl": _binop(_shl, "shift by a variable"),
-    "lshr": _binop(_shr, "shift by a variable"),
-    "ashr": _binop(_shr, "shift by a variable"),
-    "udiv": _binop(_div, "division by a variable"),
-    "sdiv": _binop(_div, "division by a variable"),
-    "urem": _binop(_rem, "remainder by a variable"),
-    "srem": _binop(_rem, "remainder by a variable"),
-    "and": _binop(_and_mask, "bitwise and with a non-mask"),
+    "shl": _binop(shl, "shift by a variable"),
+    "lshr": _binop(shr, "shift by a variable"),
+    "ashr": _binop(shr, "shift by a variable"),
+    "udiv": _binop(div, "division by a variable"),
+    "sdiv": lambda ev, v, a, b: _signed_div(ev, v, a, b, "sdiv"),
+    "urem": _binop(rem, "remainder by a variable"),
+    "srem": lambda ev, v, a, b: _signed_div(ev, v, a, b, "srem"),
+    "and": _binop(and_mask, "bitwise and with a non-mask"),
     "or": _or,
-    "xor": _binop(lambda a, b: _xor(a, b) if b.is_const else _xor(b, a), "bitwise xor"),
+    "xor": _binop(lambda a, b: xor(a, b) if b.is_const else xor(b, a), "bitwise xor"),
 }

@@ -35,9 +35,14 @@ def analyze(files: list[Path], entry: str = "main", arch: str = "sm_80",
 
 
 def _what(st: Statement) -> str:
+    """As `sirius inspect` prints the op; a launch without its arguments."""
     from sirius.cli import _op_lines
 
-    return _op_lines([st.op.to_json()], 0)[0][0].strip()
+    op = st.op.to_json()
+    if st.kind == "launch":
+        dims = [", ".join(str(x) for x in op[k]) for k in ("grid", "block")]
+        return f"launch {op['kernel']}<<<({dims[0]}), ({dims[1]})>>>"
+    return " ".join(_op_lines([op], 0)[0][0].split())
 
 
 def _short_loc(st: Statement) -> str:

@@ -79,9 +79,7 @@ def order_map(a: Statement, b: Statement, threads: bool = False) -> isl.Map | No
 
 
 def prime_out(m: isl.Map) -> isl.Map:
-    for i in range(m.dim(islutil.T.out)):
-        m = m.set_dim_name(islutil.T.out, i, f"{m.get_dim_name(islutil.T.out, i)}'")
-    return m
+    return islutil.primed(m, "out")
 
 
 class DependenceFinder:
@@ -128,17 +126,23 @@ class DependenceFinder:
     # the pairs ---------------------------------------------------------------------------------
     def run(self) -> list[Dependence]:
         by_buffer: dict[str, list[tuple[Statement, Effect]]] = {}
-        for st in self.stmts:
+        for st in self.stmts:  # program order
             for e in self.effects[st.id]:
                 by_buffer.setdefault(e.buffer, []).append((st, e))
         out: list[Dependence] = []
         for buffer, touching in by_buffer.items():
             killers = [(st.position[0], e.box) for st, e in touching
                        if not st.loops and e.mode == WRITE and self.dense(e)]
-            for i, (a, ea) in enumerate(touching):
-                for b, eb in touching[i:]:
-                    pairs = [(a, ea, b, eb)] + ([(b, eb, a, ea)] if ea is not eb else [])
-                    for s, es, d, ed in pairs:
+            seen: set[tuple[int, int]] = set()
+            for i, (w, ew) in enumerate(touching):
+                if ew.mode != WRITE:
+                    continue
+                for j in self._window(touching, i, killers):
+                    x, ex = touching[j]
+                    for s, es, d, ed in ((w, ew, x, ex), (x, ex, w, ew)):
+                        if (id(es), id(ed)) in seen:
+                            continue
+                        seen.add((id(es), id(ed)))
                         for kind, ms, md in KINDS:
                             if es.mode != ms or ed.mode != md or not _overlap(es, ed):
                                 continue
@@ -148,6 +152,25 @@ class DependenceFinder:
                             if dep is not None:
                                 out.append(dep)
         out.sort(key=lambda d: (int(d.src[1:]), int(d.dst[1:]), d.kind, d.buffer or ""))
+        return out
+
+    @staticmethod
+    def _window(touching: list[tuple[Statement, Effect]], i: int,
+                killers: list[tuple[int, tuple[int, int]]]) -> list[int]:
+        """Indices of the effects a write (touching[i]) may conflict with: going forwards and
+        backwards in program order up to the first loop-free dense write that covers its
+        bytes (beyond it every pair is killed), and itself (a statement in a loop)."""
+        st, e = touching[i]
+        lo, hi = e.box if e.box is not None else (0, -1)
+        covering = {pos for pos, box in killers if box[0] <= lo and hi <= box[1]}
+        out = [i]
+        for rng in (range(i + 1, len(touching)), range(i - 1, -1, -1)):
+            for j in rng:
+                out.append(j)
+                other = touching[j][0]
+                if not other.loops and other.position[0] in covering \
+                        and other.position[0] != st.position[0]:
+                    break
         return out
 
     def dependence(self, kind: str, buffer: str, s: Statement, es: Effect, d: Statement,

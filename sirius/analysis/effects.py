@@ -294,12 +294,9 @@ class EffectBuilder:
                 rel = rel.union(m)
             rel = islutil.params_to_in(rel.coalesce(), list(st.vars))
             if st.kind == "launch":  # the thread dimensions follow the host loop variables
-                names = islutil.names(rel, islutil.T.in_)
-                for i, n in enumerate(st.dims):
-                    if names[i] != n:
-                        rel = rel.set_dim_name(islutil.T.in_, i, n)
+                rel = islutil.name_dims(rel, "in", st.dims)
             rel = islutil.set_tuple(rel, st.id, self.tuple_of(buffer))
-            box = islutil.bounds(rel.range(), islutil.names(rel, islutil.T.out)[0])
+            box = islutil.bounds(rel.range(), islutil.out_names(rel)[0])
             effects.append(Effect(buffer, mode, rel, acc.exact, acc.atomic, box))
         return tuple(effects)
 

@@ -40,6 +40,29 @@ def names(obj: IslObj, kind: isl.dim_type) -> list[str]:
     return [obj.get_dim_name(kind, i) or "" for i in range(obj.dim(kind))]
 
 
+def in_names(m: isl.Map) -> list[str]:
+    return names(m, T.in_)
+
+
+def out_names(m: isl.Map) -> list[str]:
+    return names(m, T.out)
+
+
+_KINDS = {"in": T.in_, "out": T.out, "set": T.set}
+
+
+def name_dims(obj: IslObj, kind: str, new: Sequence[str]) -> IslObj:
+    """Name the dimensions of one tuple (`in`, `out` or `set`), in order."""
+    for i, n in enumerate(new):
+        obj = obj.set_dim_name(_KINDS[kind], i, n)
+    return obj
+
+
+def primed(obj: IslObj, kind: str) -> IslObj:
+    """Every dimension of one tuple renamed `name'` (the target side of a dependence)."""
+    return name_dims(obj, kind, [f"{n}'" for n in names(obj, _KINDS[kind])])
+
+
 def set_names(s: isl.Set) -> list[str]:
     return names(s, T.set)
 
@@ -203,16 +226,29 @@ def _int_row(coeffs: list[Fraction], const: Fraction) -> tuple[list[int], int, i
 
 class Compiled:
     """A set ready to test many points with numpy: per basic set, its divisions and
-    constraints as integer coefficient rows over (dims, params, divs)."""
+    constraints as integer coefficient rows over (dims, params, divs).
 
-    def __init__(self, s: isl.Set):
-        s = s.compute_divs()
+    Existentially quantified variables must become explicit divisions (isl's compute_divs);
+    for a basic set where that exceeds `budget` isl operations, its existentials are dropped
+    instead (`remove_divs`, a superset) and `loose` is set: the test may then accept a point
+    just outside the set, never reject one inside."""
+
+    def __init__(self, s: isl.Set, budget: int = 200_000):
+        self.loose = False
+        pieces = []
+        for bs in s.get_basic_sets():
+            one = isl.Set.from_basic_set(bs)
+            got = bounded(budget, one.compute_divs, None)
+            if got is None:
+                got, self.loose = one.remove_divs(), True
+            pieces.append(got)
+        basics = [bs for p in pieces for bs in p.get_basic_sets()]
         self.dims = set_names(s)
         self.params = param_names(s)
         nd, npar = len(self.dims), len(self.params)
         self.parts: list[tuple[list[tuple[list[int], int, int]], list[tuple[list[int], int, bool]]]]
         self.parts = []
-        for bs in s.get_basic_sets():
+        for bs in basics:
             divs = []
             for j in range(bs.dim(T.div)):
                 aff = bs.get_div(j)

@@ -161,6 +161,4 @@ def _control_dependences(program: HostProgram, stmts: list[Statement]) -> list[D
 
 
 def _primed(dom: isl.Set) -> isl.Set:
-    for i in range(dom.dim(islutil.T.set)):
-        dom = dom.set_dim_name(islutil.T.set, i, f"{dom.get_dim_name(islutil.T.set, i)}'")
-    return dom
+    return islutil.primed(dom, "set")
