@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from sirius.analysis.irview import build_view
-from sirius.analysis.soundness import LaunchTrace, check_trace
+from sirius.analysis.soundness import check_trace
 from sirius.analysis.uar import build_uar
 from sirius.cli import analyse
 from sirius.runtime.cpu.device import CpuDevice
-from sirius.runtime.interpreter import run_host_program
+from sirius.runtime.interpreter import LaunchTrace, run_host_program
 from tests.helpers import ROOT
 
 HAND = sorted((ROOT / "kernels").glob("*.cu"))
@@ -33,17 +33,8 @@ def _traces(path: Path, order: str = "forward"):
     uar = build_uar(build_view(program.device_module), kernels, host_program)
     device = CpuDevice(order=order, trace=True)
     result = run_host_program(host_program, program, kernels, device, seed=1)
-    traces = []
-    for t in result.traces:
-        # the executor numbers shared arrays in module order; the analysis per kernel
-        names = list(uar.launch_effects[t.launch_index].summary.shared_globals)
-        remap = np.array([names.index(n) if n in names else len(names) + 1000
-                          for n in t.shared], dtype=np.int32)
-        rec = t.records.copy()
-        shared = rec["space"] == 1
-        rec["buffer"][shared] = remap[rec["buffer"][shared]]
-        traces.append(LaunchTrace(t.launch_index, t.env, rec))
-    return uar, traces
+    # check_trace maps the executor's shared-array numbering through LaunchTrace.shared
+    return uar, result.traces
 
 
 @pytest.mark.parametrize("path", HAND + TVM, ids=lambda p: p.relative_to(ROOT / "kernels")
@@ -64,6 +55,6 @@ def test_a_planted_under_approximation_is_caught():
     rec = t.records.copy()
     glob = np.nonzero(rec["space"] == 0)[0]
     rec["offset"][glob[0]] = 1 << 20  # far past every buffer of the program
-    report = check_trace(uar, [LaunchTrace(t.launch_index, t.env, rec)])
+    report = check_trace(uar, [LaunchTrace(t.launch_index, t.env, rec, t.shared)])
     assert report.violation_count == 1
     assert report.violations[0].offset == 1 << 20

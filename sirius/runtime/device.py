@@ -38,11 +38,17 @@ class LaunchStats:
 @dataclass(frozen=True, slots=True)
 class TraceChunk:
     """Every global and shared access of one launch: `records` is a structured array with
-    fields block, thread (linear ids), addr, size, kind (0 load, 1 store, 2 atomic)."""
+    fields block, thread (linear ids), addr, size, kind (0 load, 1 store, 2 atomic).
+
+    Shared memory is one area per worker starting at each of `smem_bases`, `smem_bytes` long;
+    `shared` names its static arrays with their offsets (declaration order), and the dynamic
+    area starts at `smem_static`."""
 
     records: np.ndarray
-    shared_base: int
-    shared_bytes: int
+    smem_bases: tuple[int, ...]
+    smem_bytes: int
+    smem_static: int
+    shared: tuple  # rewrite.SharedArray, in module order
 
 
 class KernelFault(SiriusError):

@@ -163,6 +163,7 @@ class HostInterpreter:
         self.traces: list[LaunchTrace] = []
         self.notes: list[str] = []
         self.total = self._count(program.ops, {})
+        self._static = {id(x): i for i, x in enumerate(program.launches())}
         unknown = set(self.inputs) - set(self.sizes)
         if unknown:
             raise SiriusError(f"inputs name buffers the program does not have: "
@@ -317,22 +318,17 @@ class HostInterpreter:
         smem = op.smem.evaluate(env)
         stats = self.dev.launch(self.module, op.mangled, grid, block, smem, args, loc=op.loc,
                                 name=op.kernel)
-        static = self._static_index(op)
+        static = self._static[id(op)]
         self.launches.append(LaunchRecord(len(self.launches), static, dict(env), stats))
         if getattr(self.dev, "trace", False):
-            records = self._trace_records(grid, block)
-            names = tuple(a.name for a in self.dev.trace_shared) + ("extern",)
-            self.traces.append(LaunchTrace(static, dict(env), records, names))
+            chunk = self.dev.traces.pop()
+            names = tuple(a.name for a in chunk.shared) + ("extern",)
+            self.traces.append(LaunchTrace(static, dict(env),
+                                           self._trace_records(chunk, grid, block), names))
         if self.progress:
             self.progress(len(self.launches), self.total)
 
-    def _static_index(self, op: Launch) -> int:
-        if not hasattr(self, "_static"):
-            self._static = {id(x): i for i, x in enumerate(self.p.launches())}
-        return self._static[id(op)]
-
-    def _trace_records(self, grid, block) -> np.ndarray:
-        chunk = self.dev.traces.pop()
+    def _trace_records(self, chunk, grid, block) -> np.ndarray:
         r = chunk.records
         out = np.zeros(r.size, dtype=TRACE_FIELDS)
         b, t = r["block"].astype(np.int64), r["thread"].astype(np.int64)
@@ -344,13 +340,12 @@ class HostInterpreter:
         addr = r["addr"]
         shared = np.zeros(r.size, dtype=bool)
         soff = np.zeros(r.size, dtype=np.int64)
-        for base in self.dev._trace_smem:
-            inside = (addr >= base) & (addr < base + np.uint64(self.dev.trace_smem_bytes))
+        for base in np.array(chunk.smem_bases, dtype=np.uint64):
+            inside = (addr >= base) & (addr < base + np.uint64(chunk.smem_bytes))
             shared |= inside
             soff[inside] = (addr[inside] - base).astype(np.int64)
         # a shared access names the array it falls in (module order, see LaunchTrace.shared)
-        arrays = self.dev.trace_shared
-        starts = np.array([a.offset for a in arrays] + [self.dev.trace_smem_static],
+        starts = np.array([a.offset for a in chunk.shared] + [chunk.smem_static],
                           dtype=np.int64)
         sidx = np.searchsorted(starts, soff, side="right") - 1
         soff = soff - starts[np.maximum(sidx, 0)]

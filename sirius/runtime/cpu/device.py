@@ -174,7 +174,7 @@ class CpuDevice:
         d.seed = (self.order_seed * 1_000_003 + self._launches) & (2**64 - 1)
         d.check_bounds = int(self.check_bounds)
         d.trace = int(self.trace)
-        lo = [b for b in self._sorted]
+        lo = list(self._sorted)
         hi = [b + self._allocs[b][1] for b in self._sorted]
         d.nallocs = len(lo)
         d.alloc_lo = (ctypes.c_uint64 * max(1, len(lo)))(*lo)
@@ -185,8 +185,9 @@ class CpuDevice:
         d.trace_ptr = tp
         d.trace_len = tl
         for e in engines:  # the smem bounds the rewritten code classifies addresses with
-            ctypes.c_uint64.from_address(e.ctx + 96).value = e.smem
-            ctypes.c_uint64.from_address(e.ctx + 104).value = jm.host.smem_static + smem
+            ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM).value = e.smem
+            ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM_SIZE).value = \
+                jm.host.smem_static + smem
         self._launches += 1
         t0 = time.perf_counter()
         rc = self._lib.sirius_launch(ctypes.byref(d))
@@ -195,17 +196,14 @@ class CpuDevice:
             raise KernelFault(f"kernel {shown}: the runtime could not start the launch "
                               f"(code {rc}; fiber stacks for {nthreads} threads?)", loc)
         if self.trace:
-            self.trace_smem_bytes = jm.host.smem_static + smem
-            self.trace_shared = jm.host.shared
-            self.trace_smem_static = jm.host.smem_static
-            self._collect_trace(tp, tl, nw, engines)
+            self._collect_trace(tp, tl, nw, engines, jm, smem)
         if d.fault:
             raise self._fault(d, jm, shown, loc)
         c = list(d.counters)
         return LaunchStats(shown, tuple(grid), tuple(block), smem, c[0], c[1], c[2], c[3], c[4],
                            c[5], seconds, "fibers" if entry.fibers else "fast")
 
-    def _collect_trace(self, tp, tl, nw: int, engines) -> None:
+    def _collect_trace(self, tp, tl, nw: int, engines, jm: JitModule, smem: int) -> None:
         parts = []
         for i in range(nw):
             n = tl[i]
@@ -214,9 +212,9 @@ class CpuDevice:
                 parts.append(np.frombuffer(bytes(buf), dtype=TRACE_DTYPE))
         recs = np.concatenate(parts) if parts else np.zeros(0, TRACE_DTYPE)
         # every worker has its own shared memory; addresses in any of them map to offsets
-        smem = np.array([e.smem for e in engines], dtype=np.uint64)
-        self.traces.append(TraceChunk(recs, int(smem[0]), 0))
-        self._trace_smem = smem
+        self.traces.append(TraceChunk(recs, tuple(e.smem for e in engines),
+                                      jm.host.smem_static + smem, jm.host.smem_static,
+                                      jm.host.shared))
 
     def _fault(self, d, jm: JitModule, kernel: str, loc: Location | None) -> KernelFault:
         sites = jm.host.sites

@@ -23,6 +23,7 @@ SOURCE = Path(__file__).with_name("sirius_rt.c")
 CTX_BYTES = 128
 CTX_TID, CTX_NTID, CTX_CTAID, CTX_NCTAID = 0, 12, 24, 36
 CTX_ICOUNT, CTX_GLD, CTX_GST, CTX_SLD, CTX_SST = 48, 56, 64, 72, 80
+CTX_SMEM, CTX_SMEM_SIZE = 96, 104
 
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 FAULT_NONE, FAULT_BOUNDS, FAULT_BARRIER, FAULT_WARP = 0, 1, 2, 3
@@ -88,5 +89,4 @@ def library() -> ctypes.CDLL:
     llvm.load_library_permanently(str(path))
     lib.sirius_launch.argtypes = [ctypes.POINTER(LaunchDesc)]
     lib.sirius_launch.restype = ctypes.c_int
-    lib.sirius_trace_record_size.restype = ctypes.c_uint64
     return lib

@@ -648,7 +648,7 @@ int sirius_rt_vprintf(const char *fmt, const char *args) {
 }
 
 // The trace buffers stay owned by the workers; Python copies them before the next launch.
-uint64_t sirius_trace_record_size(void) { return sizeof(trace_rec); }
+_Static_assert(sizeof(trace_rec) == 24, "trace record layout (TRACE_DTYPE in device.py)");
 
 // ---- libdevice: the __nv_* functions device code calls, on libm --------------------------------
 #define F1(name, expr) float __nv_##name(float x) { return (expr); }
