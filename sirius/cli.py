@@ -228,6 +228,7 @@ _COMMAND_MODULES = (
     "sirius.runtime.cli",        # sirius run
     "sirius.analysis.cli",       # sirius analyze
     "sirius.frontend.tvm_cli",   # sirius import-tvm
+    "sirius.fusion.cli",         # sirius fuse, sirius verify
 )
 
 

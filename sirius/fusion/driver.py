@@ -1,0 +1,351 @@
+"""The fusion pipeline, front to back: `fuse(files, options) -> FuseResult` (docs/fusion.md).
+
+analyse (host model, kernels) -> UAR -> false-dependence splitting (storage.py) -> wavefronts
+of host loop nests (wavefront.py) -> planner (local + level fusion, planner.py) -> code
+generation (sirius.fusion.codegen, vertical clusters first, then horizontal kernels whose members
+may be those clusters) -> PTX and ptxas resources for the target (sirius.backend); a fused kernel
+that cannot be generated, spills, or exceeds a limit is undone (its launches run unfused) and
+the module is built again. The result carries everything `sirius fuse` writes and `sirius
+verify` runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sirius.analysis.hostmodel import HostProgram, Launch, Loop, Op
+from sirius.analysis.irview import build_view
+from sirius.analysis.kernels import KernelInfo
+from sirius.analysis.uar import UAR, build_uar
+from sirius.backend import compile_ir, violations
+from sirius.backend.ptxas import KernelResources
+from sirius.fusion.codegen import build
+from sirius.fusion.planner import Cluster, Group, Options, Planner, Region, launch_count
+from sirius.fusion.spec import CodegenError, FusedKernel, FusedKernelSpec, FusedModule, Member
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Original:
+    program: object  # sirius.frontend.program.Program
+    kernels: tuple[KernelInfo, ...]
+    host: HostProgram
+
+
+@dataclass
+class FusedLaunchRecord:
+    """One launch of the fused program that replaced several."""
+
+    name: str
+    arrangement: str  # vertical | horizontal | mixed
+    level: int
+    region: int
+    nodes: list  # planner Nodes, in member order
+    reasons: list[str]
+    kernel: FusedKernel | None = None
+    resources: dict[str, KernelResources] = field(default_factory=dict)  # arch -> ptxas
+    owner: object = field(default=None, repr=False)  # the planner Cluster or Group
+
+
+@dataclass
+class FuseResult:
+    files: tuple[Path, ...]
+    options: Options
+    original: Original
+    analysed: HostProgram  # after storage splitting and wavefront rewriting
+    uar: UAR  # of `analysed`
+    host: HostProgram  # the fused host program
+    device_ir: str  # the fused device module
+    regions: list[Region]
+    fused: list[FusedLaunchRecord]
+    undone: list[str]  # fused kernels undone, with the reason
+    storage: object | None
+    wavefront: object | None
+    ptx: str = ""
+    resources: dict[str, KernelResources] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def kernels(self) -> tuple[KernelInfo, ...]:
+        return self.original.kernels
+
+    @property
+    def launches_before(self) -> int:
+        return launch_count(self.original.host.ops)
+
+    @property
+    def launches_after(self) -> int:
+        return launch_count(self.host.ops)
+
+
+def _noop(_: str) -> None:
+    pass
+
+
+def fuse(files: Sequence[Path | str], options: Options = Options(), *, entry: str = "main",
+         flags: Sequence[str] | None = None, use_cache: bool = True,
+         progress: Progress = _noop) -> FuseResult:
+    from sirius.analysis.access import KernelAnalyzer
+    from sirius.cli import analyse
+
+    paths = tuple(Path(f) for f in files)
+    secs: dict[str, float] = {}
+    t = time.perf_counter()
+    progress(f"analysing {', '.join(str(p) for p in paths)} for {options.arch}")
+    program, kernels, host0 = analyse(list(paths), entry, options.arch, list(flags or ()),
+                                      use_cache)
+    view = build_view(program.device_module)
+    analyzer = KernelAnalyzer(view, kernels)
+    uar = build_uar(view, kernels, host0, analyzer)
+    secs["analysis"] = time.perf_counter() - t
+    host = host0
+    storage = wave = None
+    if options.split_storage:
+        from sirius.fusion.storage import split_storage
+
+        t = time.perf_counter()
+        storage = split_storage(host, uar)
+        if storage.host is not host:
+            progress(f"storage: {len(storage.splits)} buffer(s) split, "
+                     f"+{storage.extra_bytes} B")
+            host = storage.host
+            uar = build_uar(view, kernels, host, analyzer)
+        secs["storage"] = time.perf_counter() - t
+    if options.wavefront:
+        from sirius.fusion.wavefront import wavefront_rewrite
+
+        t = time.perf_counter()
+        wave = wavefront_rewrite(host, uar)
+        if wave.host is not host:
+            progress("wavefront: host loop nest(s) skewed")
+            host = wave.host
+            uar = build_uar(view, kernels, host, analyzer)
+        secs["wavefront"] = time.perf_counter() - t
+    t = time.perf_counter()
+    progress(f"planning ({options.arrangement} arrangement)")
+    regions = Planner(host, uar, kernels, options).plan()
+    secs["planning"] = time.perf_counter() - t
+    result = FuseResult(paths, options, Original(program, tuple(kernels), host0), host, uar,
+                        host, program.device_ir, regions, [], [], storage, wave, seconds=secs)
+    _generate(result, kernels, progress)
+    return result
+
+
+# code generation with undo ------------------------------------------------------------------------
+@dataclass
+class _State:
+    disabled_clusters: set[int] = field(default_factory=set)  # id(Cluster)
+    disabled_groups: set[int] = field(default_factory=set)  # id(Group)
+
+
+def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress) -> None:
+    names(res.regions)
+    state = _State()
+    infos = {k.mangled: k for k in kernels}
+    t = time.perf_counter()
+    for attempt in range(6):
+        progress(f"generating fused kernels (round {attempt + 1})")
+        fm1, fm2, launches, records = _build_all(res, state, infos)
+        text = (fm2 or fm1).text if (fm2 or fm1) else res.original.program.device_ir
+        progress(f"PTX and ptxas for {res.options.arch}")
+        ptx, report = compile_ir(text, res.options.arch)
+        bad = []
+        for rec in records:
+            r = report.kernels.get(rec.name)
+            if r is None:
+                continue
+            rec.resources[res.options.arch] = r
+            v = violations(r, res.options.arch, block_threads=_threads(rec.kernel))
+            if v:
+                bad.append((rec, "; ".join(v)))
+        if not bad:
+            break
+        for rec, why in bad:
+            res.undone.append(f"{rec.name} ({', '.join(n.label() for n in rec.nodes)}): "
+                              f"{why}")
+            _disable(rec, state)
+    else:  # pragma: no cover - each round undoes at least one kernel
+        raise CodegenError("fused kernels kept breaking resource limits")
+    res.device_ir = text
+    res.ptx = ptx.text if hasattr(ptx, "text") else str(ptx)
+    res.resources = dict(report.kernels)
+    res.fused = records
+    res.host = _rewrite_host(res.analysed, res.regions, launches)
+    res.seconds["codegen"] = time.perf_counter() - t
+
+
+def _threads(k: FusedKernel | None) -> int | None:
+    if k is None:
+        return None
+    return k.block[0] * k.block[1] * k.block[2]
+
+
+def _disable(rec: FusedLaunchRecord, state: _State) -> None:
+    obj = rec.owner
+    (state.disabled_groups if isinstance(obj, Group) else state.disabled_clusters).add(id(obj))
+
+
+def names(regions: list[Region]) -> None:
+    v = h = 0
+    for r in regions:
+        for g in r.groups:
+            for c in g.clusters:
+                if len(c.nodes) > 1:
+                    c.name = f"sirius_v{v}"
+                    v += 1
+            if len(g.clusters) > 1:
+                g.name = f"sirius_h{h}"
+                h += 1
+
+
+def param_maps(members: Sequence[tuple[Member, Launch, Sequence[str]]]) -> list[Member]:
+    """Members with parameter maps: member parameters that receive the same host value (and
+    have the same IR type) share one fused parameter."""
+    index: dict[tuple, int] = {}
+    out = []
+    for m, launch, types in members:
+        pm = []
+        for arg, ty in zip(launch.args, types, strict=True):
+            key = (repr(arg), ty)
+            if key not in index:
+                index[key] = len(index)
+            pm.append(index[key])
+        out.append(replace(m, param_map=tuple(pm)))
+    return out
+
+
+def _types(launch: Launch, infos: dict[str, KernelInfo], fused: dict[str, FusedKernel]
+           ) -> list[str]:
+    if launch.mangled in fused:
+        return [p.type for p in fused[launch.mangled].params]
+    return [p.ir_type for p in infos[launch.mangled].params]
+
+
+def _build_specs(specs: list[FusedKernelSpec], ir: str, progress: Progress | None = None
+                 ) -> tuple[FusedModule | None, list[tuple[FusedKernelSpec, str]]]:
+    """Build every spec; a spec the generator refuses is dropped (with its reason)."""
+    if not specs:
+        return None, []
+    try:
+        return build(ir, specs), []
+    except CodegenError:
+        pass
+    good, bad = [], []
+    for s in specs:
+        try:
+            build(ir, [s], opt_level=0)
+            good.append(s)
+        except CodegenError as e:
+            bad.append((s, str(e)))
+    return (build(ir, good) if good else None), bad
+
+
+def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
+    """Round 1: vertical clusters; round 2: horizontal kernels over clusters."""
+    base_ir = res.original.program.device_ir
+    records: list[FusedLaunchRecord] = []
+    specs1: list[FusedKernelSpec] = []
+    owners1: dict[str, tuple[Cluster, Group, int]] = {}
+    for ri, r in enumerate(res.regions):
+        for g in r.groups:
+            for c in g.clusters:
+                if len(c.nodes) > 1 and id(c) not in state.disabled_clusters:
+                    ms = param_maps([(m, n.launch, _types(n.launch, infos, {}))
+                                     for m, n in zip(c.members, c.nodes, strict=True)])
+                    specs1.append(FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block))
+                    owners1[c.name] = (c, g, ri)
+    fm1, bad1 = _build_specs(specs1, base_ir)
+    for s, why in bad1:
+        c = owners1[s.name][0]
+        state.disabled_clusters.add(id(c))
+        res.undone.append(f"{s.name}: {why}")
+    cluster_launch: dict[int, list[Launch]] = {}
+    fused1: dict[str, FusedKernel] = {}
+    for r in res.regions:
+        for g in r.groups:
+            for c in g.clusters:
+                if fm1 is not None and len(c.nodes) > 1 and id(c) not in state.disabled_clusters:
+                    k = fm1.kernel(c.name)
+                    fused1[c.name] = k
+                    cluster_launch[id(c)] = [k.launch([n.launch for n in c.nodes])]
+                    c_owner = owners1[c.name]
+                    rec = FusedLaunchRecord(c.name, "vertical", c_owner[1].level, c_owner[2],
+                                            list(c.nodes), list(c.reasons), k)
+                    rec.owner = c
+                    records.append(rec)
+                else:
+                    cluster_launch[id(c)] = [n.launch for n in c.nodes]
+    specs2: list[FusedKernelSpec] = []
+    owners2: dict[str, tuple[Group, int, list[Cluster]]] = {}
+    ir2 = fm1.text if fm1 is not None else base_ir
+    for ri, r in enumerate(res.regions):
+        for g in r.groups:
+            if len(g.clusters) < 2 or id(g) in state.disabled_groups:
+                continue
+            cs = [c for c in g.clusters if len(cluster_launch[id(c)]) == 1]
+            if len(cs) < 2:
+                continue
+            ms = []
+            for c in cs:
+                launch = cluster_launch[id(c)][0]
+                if launch.mangled in fused1:
+                    k = fused1[launch.mangled]
+                    m = Member(k.name, k.grid, k.block, k.smem)
+                else:
+                    m = c.members[0]
+                ms.append((m, launch, _types(launch, infos, fused1)))
+            specs2.append(FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms))))
+            owners2[g.name] = (g, ri, cs)
+    fm2, bad2 = _build_specs(specs2, ir2)
+    for s, why in bad2:
+        state.disabled_groups.add(id(owners2[s.name][0]))
+        res.undone.append(f"{s.name}: {why}")
+    group_launch: dict[int, list[Launch]] = {}
+    for r in res.regions:
+        for g in r.groups:
+            seq = [x for c in g.clusters for x in cluster_launch[id(c)]]
+            if fm2 is not None and g.name in owners2 and id(g) not in state.disabled_groups:
+                gr, ri, cs = owners2[g.name]
+                k = fm2.kernel(g.name)
+                inner = [cluster_launch[id(c)][0] for c in cs]
+                rest = [x for c in g.clusters if not any(c is y for y in cs)
+                        for x in cluster_launch[id(c)]]
+                seq = rest + [k.launch(inner)]
+                nodes = [n for c in cs for n in c.nodes]
+                reasons = [f"{c.name or c.nodes[0].label()}: independent of the others in "
+                           f"level {g.level}" for c in cs]
+                arrangement = "mixed" if any(len(c.nodes) > 1 for c in cs) else "horizontal"
+                rec = FusedLaunchRecord(g.name, arrangement, g.level, ri, nodes, reasons, k)
+                rec.owner = g
+                records.append(rec)
+            group_launch[id(g)] = seq
+    return fm1, fm2, group_launch, records
+
+
+def _rewrite_host(host: HostProgram, regions: list[Region], group_launch: dict[int, list[Launch]]
+                  ) -> HostProgram:
+    by_first = {r.body_key: r for r in regions}
+
+    def body(ops: Sequence[Op]) -> tuple[Op, ...]:
+        out: list[Op] = []
+        skip = 0
+        for op in ops:
+            if skip:
+                skip -= 1
+                continue
+            if isinstance(op, Launch) and id(op) in by_first:
+                r = by_first[id(op)]
+                for g in r.groups:
+                    out += group_launch[id(g)]
+                skip = len(r.nodes) - 1
+            elif isinstance(op, Loop):
+                out.append(replace(op, body=body(op.body)))
+            else:
+                out.append(op)
+        return tuple(out)
+
+    return replace(host, ops=body(host.ops))

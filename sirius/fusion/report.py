@@ -1,0 +1,200 @@
+"""What `sirius fuse` writes: plan.json (the fused host program in the `inspect --json` schema,
+plus every fused kernel with the original statement instances it covers) and report.md."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from sirius import __version__
+from sirius.analysis.hostmodel import Launch, Loop, Op
+from sirius.analysis.uar import UAR
+from sirius.analysis.widths import Width
+from sirius.fusion.driver import FusedLaunchRecord, FuseResult
+from sirius.fusion.planner import describe, same_iteration
+
+
+# plan.json --------------------------------------------------------------------------------------
+def plan_json(res: FuseResult) -> dict:
+    from sirius.analysis.kernels import kernel_to_json
+
+    return {
+        "sirius": __version__,
+        "files": [str(p) for p in res.files],
+        "arch": res.options.arch,
+        "arrangement": res.options.arrangement,
+        "kernels": [kernel_to_json(k) for k in res.original.kernels],
+        "host": res.host.to_json(),
+        "launches": {"before": res.launches_before, "after": res.launches_after},
+        "fused_kernels": [_fused_json(res, rec) for rec in res.fused],
+        "storage": _storage_json(res),
+        "wavefront": _wave_json(res),
+        "not_fused": not_fused(res),
+        "undone": list(res.undone),
+    }
+
+
+def _covers(res: FuseResult, node) -> dict:
+    st = res.uar.statement(node.sid)
+    out = {"statement": node.sid, "kernel": node.launch.kernel,
+           "instances": str(st.domain), "loc": str(st.loc) if st.loc else None}
+    prov = _provenance(res, node.launch)
+    if prov:
+        out["original"] = prov
+    return out
+
+
+def _provenance(res: FuseResult, launch: Launch) -> str | None:
+    """For a launch made by the wavefront rewrite: the original instances it stands for."""
+    wave = res.wavefront
+    if wave is None or not hasattr(wave, "provenance"):
+        return None
+    try:
+        return wave.provenance(launch)
+    except Exception:  # noqa: BLE001 - provenance is informative only
+        return None
+
+
+def _fused_json(res: FuseResult, rec: FusedLaunchRecord) -> dict:
+    k = rec.kernel
+    d = k.to_json() if k is not None else {"name": rec.name}
+    d["arrangement"] = rec.arrangement
+    d["level"] = rec.level
+    d["covers"] = [_covers(res, n) for n in rec.nodes]
+    d["reasons"] = list(rec.reasons)
+    d["ptxas"] = {a: r.to_json() for a, r in rec.resources.items()}
+    return d
+
+
+def _storage_json(res: FuseResult) -> dict | None:
+    s = res.storage
+    if s is None:
+        return None
+    return {"extra_bytes": getattr(s, "extra_bytes", 0), "notes": list(getattr(s, "notes", ()))}
+
+
+def _wave_json(res: FuseResult) -> list:
+    w = res.wavefront
+    if w is None:
+        return []
+    out = []
+    for n in getattr(w, "nests", ()):
+        out.append(n.to_json() if hasattr(n, "to_json") else str(n))
+    return out
+
+
+# why launches stayed apart ----------------------------------------------------------------------
+def _loops(ops: tuple[Op, ...]) -> Iterator[Loop]:
+    for op in ops:
+        if isinstance(op, Loop):
+            yield op
+            yield from _loops(op.body)
+
+
+def not_fused(res: FuseResult) -> list[str]:
+    """Region notes (a launch not merged into a predecessor's cluster, and why) and host loops
+    whose iterations stay separate launches, with the GLOBAL dependences that order them."""
+    out = []
+    for r in res.regions:
+        out += r.notes
+    out += loop_notes(res.uar)
+    return out
+
+
+def loop_notes(uar: UAR) -> list[str]:
+    out = []
+    for lp in _loops(uar.program.ops):
+        sids = [st.id for st in uar.statements if st.kind == "launch"
+                and any(x is lp for x in st.loops)]
+        if not sids:
+            continue
+        carried = []
+        inside = set(sids)
+        for dep in uar.dependences:
+            if dep.src in inside and dep.dst in inside and dep.kind != "CTRL":
+                a, b = uar.statement(dep.src), uar.statement(dep.dst)
+                if dep.src == dep.dst or same_iteration(dep, uar) is None or a.position >= b.position:
+                    carried.append(dep)
+        if not carried:
+            continue
+        where = f" ({lp.loc})" if lp.loc else ""
+        deps = "; ".join(sorted({describe(d) for d in carried if d.width == Width.GLOBAL})
+                         or sorted({describe(d) for d in carried}))
+        out.append(f"loop {lp.var}{where}: the launches of one iteration and those of later "
+                   f"iterations stay separate kernels; dependences across iterations: {deps}")
+    return out
+
+
+# report.md --------------------------------------------------------------------------------------
+def report_md(res: FuseResult) -> str:
+    names = ", ".join(str(p) for p in res.files)
+    lines = [f"# sirius fuse: {names}", "",
+             f"- target: {res.options.arch}; arrangement: {res.options.arrangement}",
+             f"- launches: {res.launches_before} before, {res.launches_after} after "
+             "(dynamic count; constant host loops unrolled in the count)",
+             f"- fused kernels: {len(res.fused)}", ""]
+    lines += ["## Fused kernels", ""]
+    if not res.fused:
+        lines += ["None.", ""]
+    for rec in res.fused:
+        k = rec.kernel
+        lines.append(f"### {rec.name} ({rec.arrangement}, level {rec.level})")
+        lines.append("")
+        if k is not None:
+            lines.append(f"grid {k.grid}, block {k.block}, dynamic smem {k.smem} B, "
+                         f"static smem {k.static_smem} B")
+        lines.append("")
+        lines.append("| member | kernel | launch | instances |")
+        lines.append("|---|---|---|---|")
+        for n in rec.nodes:
+            c = _covers(res, n)
+            inst = c["instances"] + (f" = {c['original']}" if "original" in c else "")
+            lines.append(f"| {n.sid} | {n.launch.kernel} | {c['loc']} | `{inst}` |")
+        lines.append("")
+        for why in rec.reasons:
+            lines.append(f"- {why}")
+        for arch, r in rec.resources.items():
+            lines.append(f"- ptxas {arch}: {r.registers} registers, {r.smem} B shared, "
+                         f"{r.spill_stores} B spill stores, {r.spill_loads} B spill loads")
+        lines.append("")
+    s = _storage_json(res)
+    lines += ["## Storage split (false dependences)", ""]
+    if s and s["notes"]:
+        lines += [f"- {n}" for n in s["notes"]] + [f"- extra device memory: {s['extra_bytes']} B"]
+    else:
+        lines.append("Nothing split.")
+    lines.append("")
+    lines += ["## Host loop nests (wavefronts)", ""]
+    w = _wave_json(res)
+    lines += [f"- {x}" for x in w] if w else ["No loop nest rewritten."]
+    lines.append("")
+    lines += ["## Not fused, and why", ""]
+    nf = not_fused(res)
+    lines += [f"- {x}" for x in nf] if nf else ["Every region is one kernel."]
+    lines.append("")
+    if res.undone:
+        lines += ["## Fused kernels undone", ""] + [f"- {x}" for x in res.undone] + [""]
+    lines += ["## ptxas resources of every kernel", "",
+              f"| kernel | registers | shared B | spills B ({res.options.arch}) |", "|---|---|---|---|"]
+    used = {op.mangled for op in res.host.launches()}
+    for name, r in sorted(res.resources.items()):
+        if name in used:
+            lines.append(f"| {name} | {r.registers} | {r.smem} | "
+                         f"{r.spill_stores + r.spill_loads} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_outputs(res: FuseResult, out: Path) -> list[Path]:
+    import json
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"fused.ll": res.device_ir, "fused.ptx": res.ptx,
+             "plan.json": json.dumps(plan_json(res), indent=1) + "\n",
+             "report.md": report_md(res)}
+    paths = []
+    for name, text in files.items():
+        p = out / name
+        p.write_text(text)
+        paths.append(p)
+    return paths
