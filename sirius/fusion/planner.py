@@ -267,8 +267,9 @@ class Planner:
             for i, _j, dep in deps:
                 if dep.width == Width.THREAD and dep.mapping is not None:
                     try:
-                        m = self.alignment.reindex_map(c.members[i], (n.grid, n.block), dep,
-                                                       c.block)
+                        m = self.alignment.reindex_map(
+                            c.members[i], (n.grid, n.block), dep, c.block,
+                            same_iteration_vars=self._vars(n))
                     except Exception:  # noqa: BLE001 - any failure: no re-indexed map
                         m = None
                     if m is not None:
@@ -324,7 +325,8 @@ class Planner:
                 continue
             members = c.members + [member]
             ranges = [self._range_all(c, member)] * len(members)
-            res = self.alignment.check_group(members, c.block, ranges, all_deps)
+            res = self.alignment.check_group(members, c.block, ranges, all_deps,
+                                             self._vars(n))
             if not res.ok and res.needs_barrier_before:
                 bar = set(res.needs_barrier_before)
                 if bar - {len(c.nodes)} or n.info is None:
@@ -332,7 +334,8 @@ class Planner:
                     continue
                 member = replace(member, barrier_before=True)
                 members = c.members + [member]
-                res = self.alignment.check_group(members, c.block, ranges, all_deps)
+                res = self.alignment.check_group(members, c.block, ranges, all_deps,
+                                                 self._vars(n))
             if res.ok:
                 c.nodes.append(n)
                 c.members.append(member)
@@ -345,6 +348,9 @@ class Planner:
             last = f"{kind} map: {res.reason}"
         return last or "no thread map fits (the launch is not thread-independent and its shape "\
             "differs)"
+
+    def _vars(self, n: Node) -> tuple[str, ...]:
+        return self.uar.statement(n.sid).vars
 
     def _range(self, c: Cluster, member: Member) -> int:
         return member.blocks_needed(c.threads) or c.blocks()
