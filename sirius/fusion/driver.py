@@ -86,12 +86,13 @@ def _noop(_: str) -> None:
     pass
 
 
-def fuse(files: Sequence[Path | str], options: Options = Options(), *, entry: str = "main",
+def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: str = "main",
          flags: Sequence[str] | None = None, use_cache: bool = True,
          progress: Progress = _noop) -> FuseResult:
     from sirius.analysis.access import KernelAnalyzer
     from sirius.cli import analyse
 
+    options = options or Options()
     paths = tuple(Path(f) for f in files)
     secs: dict[str, float] = {}
     t = time.perf_counter()

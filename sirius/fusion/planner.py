@@ -41,7 +41,8 @@ from sirius.analysis.kernels import KernelInfo
 from sirius.analysis.uar import UAR
 from sirius.analysis.widths import Width
 from sirius.backend.limits import limits_for
-from sirius.fusion.spec import BLOCK, GLOBAL, Dim3, Member
+from sirius.fusion.geometry import delinearize, member_ids
+from sirius.fusion.spec import BLOCK, GLOBAL, Dim3, Member, ThreadMap
 
 ARRANGEMENTS = ("vertical", "horizontal", "auto")
 
@@ -206,6 +207,19 @@ def region_graph(region: Region, uar: UAR) -> nx.DiGraph:
 Checker = Callable[..., object]
 
 
+def linear_map(producer: Member, fused_threads: int, n: Node) -> ThreadMap | None:
+    """The consumer `n` run by the fused thread that runs the producer instance with the same
+    global linear thread id (a `linear` THREAD dependence), whatever the producer's map."""
+    bx, by, bz, tx, ty, tz = member_ids(producer, fused_threads)
+    g, b = producer.grid, producer.block
+    blk = (bz.scale(g[1]) + by).scale(g[0]) + bx
+    thr = (tz.scale(b[1]) + ty).scale(b[0]) + tx
+    lin = blk.scale(prod(b)) + thr
+    t = n.threads
+    ids = delinearize(lin.floordiv(t), n.grid) + delinearize(lin.mod(t), n.block)
+    return ThreadMap.custom(*ids)
+
+
 def fusable_shape(n: Node) -> bool:
     return n.smem >= 0 and min(n.grid + n.block) >= 1
 
@@ -265,6 +279,10 @@ class Planner:
         if n.thread_independent:
             out.append(("global", GLOBAL))
             for i, _j, dep in deps:
+                if dep.width == Width.THREAD and dep.alignment == "linear":
+                    m = linear_map(c.members[i], c.threads, n)
+                    if m is not None:
+                        out.append(("linear re-indexed", m))
                 if dep.width == Width.THREAD and dep.mapping is not None:
                     try:
                         m = self.alignment.reindex_map(
@@ -294,7 +312,8 @@ class Planner:
                                 f"{c.nodes[0].label()}: {why}")
         return None
 
-    def _try_join(self, n: Node, c: Cluster, g: nx.DiGraph, owner: dict[int, Cluster]) -> str | None:
+    def _try_join(self, n: Node, c: Cluster, g: nx.DiGraph, owner: dict[int, Cluster]
+                  ) -> str | None:
         if any(not fusable_shape(m) for m in c.nodes):
             return "launch shape not constant"
         members_idx = {m.index: k for k, m in enumerate(c.nodes)}

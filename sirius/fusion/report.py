@@ -113,7 +113,8 @@ def loop_notes(uar: UAR) -> list[str]:
         for dep in uar.dependences:
             if dep.src in inside and dep.dst in inside and dep.kind != "CTRL":
                 a, b = uar.statement(dep.src), uar.statement(dep.dst)
-                if dep.src == dep.dst or same_iteration(dep, uar) is None or a.position >= b.position:
+                crosses = same_iteration(dep, uar) is None or a.position >= b.position
+                if dep.src == dep.dst or crosses:
                     carried.append(dep)
         if not carried:
             continue
@@ -165,8 +166,8 @@ def report_md(res: FuseResult) -> str:
         lines.append("Nothing split.")
     lines.append("")
     lines += ["## Host loop nests (wavefronts)", ""]
-    w = _wave_json(res)
-    lines += [f"- {x}" for x in w] if w else ["No loop nest rewritten."]
+    nests = getattr(res.wavefront, "nests", ()) if res.wavefront is not None else ()
+    lines += [f"- {n}" for n in nests] if nests else ["No host loop nest considered."]
     lines.append("")
     lines += ["## Not fused, and why", ""]
     nf = not_fused(res)
@@ -175,7 +176,8 @@ def report_md(res: FuseResult) -> str:
     if res.undone:
         lines += ["## Fused kernels undone", ""] + [f"- {x}" for x in res.undone] + [""]
     lines += ["## ptxas resources of every kernel", "",
-              f"| kernel | registers | shared B | spills B ({res.options.arch}) |", "|---|---|---|---|"]
+              f"| kernel | registers | shared B | spills B ({res.options.arch}) |",
+              "|---|---|---|---|"]
     used = {op.mangled for op in res.host.launches()}
     for name, r in sorted(res.resources.items()):
         if name in used:

@@ -334,13 +334,20 @@ def _function(st: _State, fn: Function, lines: list[str]) -> list[str]:
     out = [re.sub(r"\b(ptx_kernel|ptx_device) ", "", _global_subst(lines[0], st.smem))]
     instrs = _instructions(fn)
     blocks = {id(b): len(b.instrs) for b in fn.blocks}
+    in_switch = False  # the case lines of a multi-line `switch ... [` up to its `]`
     for raw in lines[1:]:
         s = raw.strip()
+        if in_switch:
+            out.append(_global_subst(raw, st.smem))
+            in_switch = not s.startswith("]")
+            continue
         if not s or s.startswith(";") or s.startswith("#dbg_") or not raw.startswith("  "):
             out.append(_global_subst(raw, st.smem))
             continue
         ins, start = next(instrs)
         line = _global_subst(raw, st.smem)
+        if ins.opcode == "switch" and s.endswith("["):
+            in_switch = True
         for old, new in _RENAMED.items():
             line = line.replace(f"@{old}(", f"@{new}(")
         if start:
