@@ -68,7 +68,9 @@ def build(device_ir: str, specs: Sequence[FusedKernelSpec], *, opt_level: int = 
     base = _parse(device_ir, "input module")
     view = build_view(base)
     _check_names(view, specs)
-    text_a, frags, inlined = make_fragments(device_ir, view, specs)
+    # The module as LLVM prints it: named struct types parsed again in the same context get
+    # suffixes (%struct.float2.3), and the fragments are printed with those names.
+    text_a, frags, inlined = make_fragments(str(base), view, specs)
     mod = _parse(text_a, "module with fragments")
     arch = _arch(device_ir)
     tm = target_machine(arch, ptx_version_for(device_ir, arch))

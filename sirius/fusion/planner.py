@@ -389,7 +389,7 @@ class Planner:
         return out
 
     def _reaches(self, a: Cluster, b: Cluster, g: nx.DiGraph, owner: dict[int, Cluster]) -> bool:
-        """Whether cluster b depends (transitively) on cluster a."""
+        """Whether cluster b depends (transitively) on cluster a in the graph of clusters."""
         if a is b:
             return False
         seen = set()
@@ -399,10 +399,12 @@ class Planner:
             for y in g.successors(x):
                 if y in seen or y not in owner:
                     continue
-                seen.add(y)
                 if owner[y] is b:
                     return True
-                stack.append(y)
+                for z in owner[y].nodes:  # the contracted graph: a cluster is one node
+                    if z.index not in seen:
+                        seen.add(z.index)
+                        stack.append(z.index)
         return False
 
     # -- levels and horizontal groups --
