@@ -7,8 +7,9 @@ setup:
 	@bash scripts/setup.sh
 
 demo: setup
-	$(SIRIUS) inspect kernels/lstm_cell.cu
-	$(SIRIUS) run kernels/lstm_cell.cu
+	$(SIRIUS) fuse kernels/matmul_bias_act.cu -o out/matmul_bias_act
+	$(SIRIUS) verify kernels/matmul_bias_act.cu
+	$(SIRIUS) verify kernels/lstm_cell.cu
 
 test: setup
 	$(VENV)/bin/ruff check sirius tests
