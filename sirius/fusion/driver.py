@@ -11,6 +11,7 @@ verify` runs.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -165,10 +166,10 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
                 bad.append((rec, "; ".join(v)))
         if not bad:
             break
-        for rec, why in bad:
-            res.undone.append(f"{rec.name} ({', '.join(n.label() for n in rec.nodes)}): "
-                              f"{why}")
-            _disable(rec, state)
+        for name, why in dict((rec.name, why) for rec, why in bad).items():
+            users = [n.label() for rec in records if rec.name == name for n in rec.nodes]
+            res.undone.append(f"{name} ({', '.join(users)}): {why}")
+            _disable_named(res, name, state)
     else:  # pragma: no cover - each round undoes at least one kernel
         raise CodegenError("fused kernels kept breaking resource limits")
     res.device_ir = text
@@ -185,9 +186,29 @@ def _threads(k: FusedKernel | None) -> int | None:
     return k.block[0] * k.block[1] * k.block[2]
 
 
-def _disable(rec: FusedLaunchRecord, state: _State) -> None:
-    obj = rec.owner
-    (state.disabled_groups if isinstance(obj, Group) else state.disabled_clusters).add(id(obj))
+def _disable_named(res: FuseResult, name: str, state: _State) -> None:
+    """Undo every cluster and group that uses fused kernel `name`."""
+    for r in res.regions:
+        for g in r.groups:
+            if g.name == name:
+                state.disabled_groups.add(id(g))
+            for c in g.clusters:
+                if c.name == name:
+                    state.disabled_clusters.add(id(c))
+
+
+def _dedup(spec: FusedKernelSpec, seen: dict[str, str], specs: list[FusedKernelSpec]) -> str:
+    """The name of the kernel that implements `spec`: an identical spec built before (the
+    layers of a model fuse alike) or `spec` itself, appended to `specs`."""
+    key = json.dumps({**spec.to_json(), "name": ""}, sort_keys=True)
+    if key not in seen:
+        seen[key] = spec.name
+        specs.append(spec)
+    return seen[key]
+
+
+def _region_of(res: FuseResult, g: Group) -> int:
+    return next(i for i, r in enumerate(res.regions) if any(x is g for x in r.groups))
 
 
 def names(regions: list[Region]) -> None:
@@ -250,6 +271,7 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
     base_ir = res.original.program.device_ir
     records: list[FusedLaunchRecord] = []
     specs1: list[FusedKernelSpec] = []
+    seen: dict[str, str] = {}  # spec without its name -> the kernel built for it
     owners1: dict[str, tuple[Cluster, Group, int]] = {}
     for ri, r in enumerate(res.regions):
         for g in r.groups:
@@ -257,12 +279,12 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
                 if len(c.nodes) > 1 and id(c) not in state.disabled_clusters:
                     ms = param_maps([(m, n.launch, _types(n.launch, infos, {}))
                                      for m, n in zip(c.members, c.nodes, strict=True)])
-                    specs1.append(FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block))
-                    owners1[c.name] = (c, g, ri)
+                    spec = FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block)
+                    c.name = _dedup(spec, seen, specs1)
+                    owners1.setdefault(c.name, (c, g, ri))
     fm1, bad1 = _build_specs(specs1, base_ir)
     for s, why in bad1:
-        c = owners1[s.name][0]
-        state.disabled_clusters.add(id(c))
+        _disable_named(res, s.name, state)
         res.undone.append(f"{s.name}: {why}")
     cluster_launch: dict[int, list[Launch]] = {}
     fused1: dict[str, FusedKernel] = {}
@@ -273,9 +295,9 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
                     k = fm1.kernel(c.name)
                     fused1[c.name] = k
                     cluster_launch[id(c)] = [k.launch([n.launch for n in c.nodes])]
-                    c_owner = owners1[c.name]
-                    rec = FusedLaunchRecord(c.name, "vertical", c_owner[1].level, c_owner[2],
-                                            list(c.nodes), list(c.reasons), k)
+                    rec = FusedLaunchRecord(c.name, "vertical", g.level,
+                                            _region_of(res, g), list(c.nodes), list(c.reasons),
+                                            k)
                     rec.owner = c
                     records.append(rec)
                 else:
@@ -299,18 +321,19 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
                 else:
                     m = c.members[0]
                 ms.append((m, launch, _types(launch, infos, fused1)))
-            specs2.append(FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms))))
-            owners2[g.name] = (g, ri, cs)
+            spec = FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms)))
+            g.name = _dedup(spec, seen, specs2)
+            owners2[id(g)] = (g, ri, cs)
     fm2, bad2 = _build_specs(specs2, ir2)
     for s, why in bad2:
-        state.disabled_groups.add(id(owners2[s.name][0]))
+        _disable_named(res, s.name, state)
         res.undone.append(f"{s.name}: {why}")
     group_launch: dict[int, list[Launch]] = {}
     for r in res.regions:
         for g in r.groups:
             seq = [x for c in g.clusters for x in cluster_launch[id(c)]]
-            if fm2 is not None and g.name in owners2 and id(g) not in state.disabled_groups:
-                gr, ri, cs = owners2[g.name]
+            if fm2 is not None and id(g) in owners2 and id(g) not in state.disabled_groups:
+                gr, ri, cs = owners2[id(g)]
                 k = fm2.kernel(g.name)
                 inner = [cluster_launch[id(c)][0] for c in cs]
                 rest = [x for c in g.clusters if not any(c is y for y in cs)
