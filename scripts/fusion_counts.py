@@ -1,0 +1,57 @@
+"""Launch counts before and after fusion for every corpus program, each verified on the CPU
+executor (forward, reverse, random order): the table in BENCHMARKS.md.
+
+    .venv/bin/python scripts/fusion_counts.py [--arrangement auto] [FILES...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> int:
+    from sirius.fusion.driver import fuse
+    from sirius.fusion.planner import Options
+    from sirius.fusion.verify import verify_fused
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--arrangement", default="auto")
+    ap.add_argument("--arch", default="sm_80")
+    args = ap.parse_args()
+    files = [Path(f) for f in args.files] or sorted((ROOT / "kernels").glob("*.cu")) + \
+        sorted((ROOT / "kernels" / "tvm").glob("*.cu"))
+    print("| program | launches before | after | fused kernels | verify (3 orders) | max abs diff "
+          "| fuse s | verify s |")
+    print("|---|---|---|---|---|---|---|---|")
+    bad = 0
+    for f in files:
+        t0 = time.perf_counter()
+        res = fuse([f], Options(arch=args.arch, arrangement=args.arrangement))
+        t1 = time.perf_counter()
+        rep = verify_fused(res.original, res, seed=7)
+        t2 = time.perf_counter()
+        kinds = Counter(r.arrangement for r in res.fused)
+        names = len({r.name for r in res.fused})
+        what = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "-"
+        if res.fused:
+            what += f" ({names} distinct)"
+        diff = max((r.max_abs for r in rep.rows if r.max_abs is not None), default=0.0)
+        ok = "ok, bitwise" if rep.ok and all(r.bitwise for r in rep.rows) else \
+            ("ok" if rep.ok else "MISMATCH")
+        bad += not rep.ok
+        rel = f.relative_to(ROOT) if f.is_absolute() else f
+        print(f"| {rel} | {res.launches_before} | {res.launches_after} | {what} | {ok} | "
+              f"{diff:.3g} | {t1 - t0:.1f} | {t2 - t1:.1f} |", flush=True)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
