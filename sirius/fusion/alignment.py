@@ -407,26 +407,29 @@ def reindex_member(producer: Member, consumer_launch_shape: tuple[Dim3, Dim3],
         if not pairs.is_single_valued():
             return None
         composed = fused_instance_map(producer, fused_block, rng).apply_range(pairs)
-        return composed, list(_candidate_ids(producer, fused_block, pairs, composed))
+        return composed, _candidate_ids(producer, fused_block, pairs, composed)
 
     try:
         got = islutil.bounded(BUDGET, candidates, None)
         if got is None:
             return None
         composed, options = got
-        found = []
-        for ids in options:
+        # Candidates are produced lazily, most readable first; the first that passes wins (the
+        # second asks isl for the composed function, which can take tens of seconds).
+        while True:
+            ids = islutil.bounded(BUDGET, lambda: next(options, None), None)
+            if ids is None:
+                break
             m = dataclasses.replace(base, mapping=ThreadMap.custom(*ids), blocks=rng)
             if covers_exactly_once(m, fused_block, rng) is not None:
                 continue
             # every producer instance's partner is run by the thread that ran the producer
             fm = fused_instance_map(m, fused_block, rng)
             if islutil.bounded(BUDGET, lambda fm=fm: composed.is_subset(fm), False):
-                found.append(m)
+                return m
     except (AlignmentError, ValueError, KeyError, isl.Error):
         return None
-    # the shortest expressions: the fewest instructions to compute them
-    return min(found, key=lambda m: sum(len(str(e)) for e in m.mapping.ids), default=None)
+    return None
 
 
 def _candidate_ids(producer: Member, fused_block: Dim3, pairs: isl.Map,
