@@ -64,6 +64,7 @@ class ControlFlow:
                  binding: Binding):
         self.view, self.info, self.fn, self.cfg, self.binding = view, info, fn, cfg, binding
         self.warnings: list[str] = []
+        self._busy_phis: set[Instr] = set()  # header phis whose value is being worked out
         self.loops = self._name_loops()
         params = [f"_p_{p.name}" for p in info.params]
         host = binding.host_vars()
@@ -203,7 +204,17 @@ class ControlFlow:
             return unknown(f"loop-carried value {phi.name}")
         step = self._step(phi, latch[0])
         if step is None:
-            return self._two_valued(phi, nl, start, latch[0], v, start0, step0)
+            # The back-edge value may be computed from this phi (`h >>= 1`): evaluating it asks
+            # for this phi again. A phi met again while its own value is being worked out is
+            # unknown (the safe answer), which ends the recursion.
+            busy = self._busy_phis
+            if phi in busy:
+                return unknown(f"loop-carried value {phi.name} depends on itself")
+            busy.add(phi)
+            try:
+                return self._two_valued(phi, nl, start, latch[0], v, start0, step0)
+            finally:
+                busy.discard(phi)
         done = v - start0 if step0 > 0 else start0 - v
         k = abs(step0)
         delta = done.scale(step // k) if step % k == 0 else done.floordiv(k).scale(step)
@@ -276,6 +287,15 @@ class ControlFlow:
         return d, reason
 
     def _phi_pieces(self, phi: Instr) -> Val:
+        if phi in self._busy_phis:  # its value feeds back into itself (a loop's header phi)
+            return unknown(f"loop-carried value {phi.name} depends on itself")
+        self._busy_phis.add(phi)
+        try:
+            return self._phi_pieces_of(phi)
+        finally:
+            self._busy_phis.discard(phi)
+
+    def _phi_pieces_of(self, phi: Instr) -> Val:
         b = phi.block
         allowed = self._allowed(b) | set(self.space.params)
         pieces: list[Piece] = []
