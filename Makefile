@@ -19,7 +19,7 @@ bench: setup
 	$(VENV)/bin/python scripts/bench_executor.py
 
 fuzz: setup
-	$(VENV)/bin/python scripts/fuzz.py --count 1000
+	$(VENV)/bin/python scripts/fuzz.py --fuse --count 1000
 
 lint: setup
 	$(VENV)/bin/ruff check sirius tests scripts

@@ -1,10 +1,19 @@
 """Run random whole CUDA programs through sirius and the CPU executor, against their references.
 
     python scripts/fuzz.py --count 1000 [--seed S] [--jobs N] [--keep DIR]
+    python scripts/fuzz.py --fuse --count 1000 [--seed S] [--jobs N] [--arrangement A]
 
 Program i uses generator seed S + i (and the executor's input seed S + i). Every failure prints
 the one command that reproduces it: `python scripts/fuzz.py --seed S+i --count 1`. Exit status 1
 when any program failed.
+
+`--fuse`: each program is fused (`sirius.fusion.driver.fuse`, arrangement auto / vertical /
+horizontal by seed % 3 unless `--arrangement` names one) and checked by
+tests/randprog/fuse_check.py: the fused program against the original under the forward, reverse
+and random:<seed> orders (`verify_fused`), and the fused outputs against the numpy reference.
+The summary counts programs, failures and launches before/after fusion (host loops unrolled);
+a failed program's .cu file stays on disk (`--keep DIR`, default a sirius-fuzz folder in the
+temporary directory) and its reproduction command is printed.
 """
 
 from __future__ import annotations
@@ -41,6 +50,68 @@ def one(seed: int, keep: str | None, order: str) -> tuple[int, list[str], int, i
     return seed, problems, prog.dynamic_launches, instructions, time.perf_counter() - t0
 
 
+def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None):
+    """The FuseOutcome of program `seed` (its file moved to `keep` when it failed or
+    `keep_all`)."""
+    from tests.randprog.fuse_check import FuseOutcome, crash_text, fuse_and_verify
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            out = fuse_and_verify(seed, arrangement, tmp, raise_on_failure=False)
+        except Exception as e:  # noqa: BLE001 (generate or write crashed: still a finding)
+            out = FuseOutcome(seed, arrangement or "?", Path(tmp) / f"randprog_{seed}.cu",
+                              problems=[crash_text(e)], crashed=True,
+                              reproduce=f".venv/bin/python scripts/fuzz.py --fuse --seed {seed} "
+                                        "--count 1")
+        if (keep_all or not out.ok) and out.path.exists():
+            dest = Path(keep) / out.path.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(out.path.read_text())
+            out.path = dest
+    return out
+
+
+def main_fused(args: argparse.Namespace) -> int:
+    seeds = range(args.seed, args.seed + args.count)
+    keep = args.keep or str(Path(tempfile.gettempdir()) / "sirius-fuzz")
+    every = max(1, min(100, args.count // 20))
+    failures = crashes = 0
+    before = after = dyn_before = dyn_after = fusing = undone = 0
+    worst = (0.0, -1)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(one_fused, s, keep, bool(args.keep), args.arrangement)
+                   for s in seeds]
+        for k, f in enumerate(futures, 1):
+            out = f.result()
+            before += out.launches_before
+            after += out.launches_after
+            dyn_before += out.dynamic_before
+            dyn_after += out.dynamic_after
+            fusing += out.launches_after < out.launches_before
+            undone += len(out.undone)
+            worst = max(worst, (out.seconds, out.seed))
+            if not out.ok:
+                failures += 1
+                crashes += out.crashed
+                what = "crashed" if out.crashed else "mismatch"
+                print(f"FAIL seed {out.seed} ({out.arrangement}, {what}):", flush=True)
+                for p in out.problems:
+                    print("    " + p.rstrip().replace("\n", "\n    "))
+                print(f"    program: {out.path}")
+                print(f"    reproduce: {out.reproduce}", flush=True)
+            if k % every == 0 or k == args.count:
+                print(f"... {k}/{args.count} programs, {failures} failed, launches {before} -> "
+                      f"{after}, {time.perf_counter() - t0:.0f} s", flush=True)
+    arr = args.arrangement or "auto/vertical/horizontal by seed % 3"
+    print(f"fuse: {args.count} programs (seeds {args.seed}..{args.seed + args.count - 1}, "
+          f"{arr}) in {time.perf_counter() - t0:.1f} s: {failures} failed ({failures - crashes} "
+          f"mismatches, {crashes} crashes); launches {before} -> {after} (executed "
+          f"{dyn_before} -> {dyn_after}); {fusing} programs with fewer launches; "
+          f"{undone} fused kernels undone; slowest seed {worst[1]} ({worst[0]:.2f} s)")
+    return 1 if failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=100)
@@ -50,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
                     "random:SEED")
     ap.add_argument("--keep", metavar="DIR", help="write the programs to DIR")
     ap.add_argument("--show", action="store_true", help="print each program's source")
+    ap.add_argument("--fuse", action="store_true", help="fuse each program and verify the "
+                    "fused program (against the original and the numpy reference)")
+    ap.add_argument("--arrangement", choices=("auto", "vertical", "horizontal"),
+                    help="with --fuse: one arrangement for every program (default: by seed % 3)")
     args = ap.parse_args(argv)
 
     seeds = range(args.seed, args.seed + args.count)
@@ -58,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
 
         for s in seeds:
             print(generate(s).source)
+    if args.fuse:
+        return main_fused(args)
     failures = 0
     launches = instructions = 0
     worst = (0.0, -1)
