@@ -204,17 +204,9 @@ class ControlFlow:
             return unknown(f"loop-carried value {phi.name}")
         step = self._step(phi, latch[0])
         if step is None:
-            # The back-edge value may be computed from this phi (`h >>= 1`): evaluating it asks
-            # for this phi again. A phi met again while its own value is being worked out is
-            # unknown (the safe answer), which ends the recursion.
-            busy = self._busy_phis
-            if phi in busy:
-                return unknown(f"loop-carried value {phi.name} depends on itself")
-            busy.add(phi)
-            try:
-                return self._two_valued(phi, nl, start, latch[0], v, start0, step0)
-            finally:
-                busy.discard(phi)
+            # the back-edge value may be computed from this phi (`h >>= 1`); `_phi_pieces`
+            # ends that recursion
+            return self._two_valued(phi, nl, start, latch[0], v, start0, step0)
         done = v - start0 if step0 > 0 else start0 - v
         k = abs(step0)
         delta = done.scale(step // k) if step % k == 0 else done.floordiv(k).scale(step)

@@ -173,7 +173,7 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
     else:  # pragma: no cover - each round undoes at least one kernel
         raise CodegenError("fused kernels kept breaking resource limits")
     res.device_ir = text
-    res.ptx = ptx.text if hasattr(ptx, "text") else str(ptx)
+    res.ptx = ptx.text
     res.resources = dict(report.kernels)
     res.fused = records
     res.host = _rewrite_host(res.analysed, res.regions, launches)
@@ -247,7 +247,7 @@ def _types(launch: Launch, infos: dict[str, KernelInfo], fused: dict[str, FusedK
     return [p.ir_type for p in infos[launch.mangled].params]
 
 
-def _build_specs(specs: list[FusedKernelSpec], ir: str, progress: Progress | None = None
+def _build_specs(specs: list[FusedKernelSpec], ir: str
                  ) -> tuple[FusedModule | None, list[tuple[FusedKernelSpec, str]]]:
     """Build every spec; a spec the generator refuses is dropped (with its reason)."""
     if not specs:
@@ -272,8 +272,7 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
     records: list[FusedLaunchRecord] = []
     specs1: list[FusedKernelSpec] = []
     seen: dict[str, str] = {}  # spec without its name -> the kernel built for it
-    owners1: dict[str, tuple[Cluster, Group, int]] = {}
-    for ri, r in enumerate(res.regions):
+    for r in res.regions:
         for g in r.groups:
             for c in g.clusters:
                 if len(c.nodes) > 1 and id(c) not in state.disabled_clusters:
@@ -281,7 +280,6 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
                                      for m, n in zip(c.members, c.nodes, strict=True)])
                     spec = FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block)
                     c.name = _dedup(spec, seen, specs1)
-                    owners1.setdefault(c.name, (c, g, ri))
     fm1, bad1 = _build_specs(specs1, base_ir)
     for s, why in bad1:
         _disable_named(res, s.name, state)
@@ -333,7 +331,7 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
         for g in r.groups:
             seq = [x for c in g.clusters for x in cluster_launch[id(c)]]
             if fm2 is not None and id(g) in owners2 and id(g) not in state.disabled_groups:
-                gr, ri, cs = owners2[id(g)]
+                _, ri, cs = owners2[id(g)]
                 k = fm2.kernel(g.name)
                 inner = [cluster_launch[id(c)][0] for c in cs]
                 rest = [x for c in g.clusters if not any(c is y for y in cs)

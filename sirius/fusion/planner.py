@@ -27,7 +27,7 @@ vertically and independent clusters horizontally.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
 
@@ -53,7 +53,6 @@ class Options:
     arrangement: str = "auto"
     split_storage: bool = True
     wavefront: bool = True
-    verbose: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,9 +203,6 @@ def region_graph(region: Region, uar: UAR) -> nx.DiGraph:
 
 
 # local fusion -----------------------------------------------------------------------------------
-Checker = Callable[..., object]
-
-
 def linear_map(producer: Member, fused_threads: int, n: Node) -> ThreadMap | None:
     """The consumer `n` run by the fused thread that runs the producer instance with the same
     global linear thread id (a `linear` THREAD dependence), whatever the producer's map."""
@@ -338,7 +334,7 @@ class Planner:
             return f"static shared memory {smem} B > {self.limits.max_static_smem_per_block} B"
         if n.threads > self.limits.max_threads_per_block:
             return "block too large"
-        all_deps = self._cluster_deps(c) + deps
+        all_deps = self._cluster_deps(c, g) + deps
         last = None
         for kind, mapping in self._candidates(n, c, deps):
             member = self._member(n, mapping)
@@ -382,15 +378,14 @@ class Planner:
     def _range_all(self, c: Cluster, member: Member) -> int:
         return max(c.blocks(), member.blocks_needed(c.threads) or 1)
 
-    def _cluster_deps(self, c: Cluster) -> list[tuple[int, int, Dependence]]:
-        pos = {n.sid: k for k, n in enumerate(c.nodes)}
+    @staticmethod
+    def _cluster_deps(c: Cluster, g: nx.DiGraph) -> list[tuple[int, int, Dependence]]:
+        """The same-iteration dependences between members of `c` (from the region graph)."""
         out = []
-        for dep in self.uar.dependences:
-            i, j = pos.get(dep.src), pos.get(dep.dst)
-            if i is None or j is None or i >= j or dep.kind == "CTRL":
-                continue
-            if same_iteration(dep, self.uar) is not None:
-                out.append((i, j, dep))
+        for i, a in enumerate(c.nodes):
+            for j, b in enumerate(c.nodes[i + 1:], i + 1):
+                if g.has_edge(a.index, b.index):
+                    out += [(i, j, dep) for dep in g.edges[a.index, b.index]["deps"]]
         return out
 
     def _reaches(self, a: Cluster, b: Cluster, g: nx.DiGraph, owner: dict[int, Cluster]) -> bool:

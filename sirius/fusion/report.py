@@ -3,11 +3,10 @@ plus every fused kernel with the original statement instances it covers) and rep
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 from sirius import __version__
-from sirius.analysis.hostmodel import Launch, Loop, Op
+from sirius.analysis.hostmodel import Launch
 from sirius.analysis.uar import UAR
 from sirius.analysis.widths import Width
 from sirius.fusion.driver import FusedLaunchRecord, FuseResult
@@ -46,13 +45,7 @@ def _covers(res: FuseResult, node) -> dict:
 
 def _provenance(res: FuseResult, launch: Launch) -> str | None:
     """For a launch made by the wavefront rewrite: the original instances it stands for."""
-    wave = res.wavefront
-    if wave is None or not hasattr(wave, "provenance"):
-        return None
-    try:
-        return wave.provenance(launch)
-    except Exception:  # noqa: BLE001 - provenance is informative only
-        return None
+    return None if res.wavefront is None else res.wavefront.provenance(launch)
 
 
 def _fused_json(res: FuseResult, rec: FusedLaunchRecord) -> dict:
@@ -70,27 +63,17 @@ def _storage_json(res: FuseResult) -> dict | None:
     s = res.storage
     if s is None:
         return None
-    return {"extra_bytes": getattr(s, "extra_bytes", 0), "notes": list(getattr(s, "notes", ()))}
+    return {"extra_bytes": s.extra_bytes, "notes": list(s.notes)}
 
 
 def _wave_json(res: FuseResult) -> list:
     w = res.wavefront
     if w is None:
         return []
-    out = []
-    for n in getattr(w, "nests", ()):
-        out.append(n.to_json() if hasattr(n, "to_json") else str(n))
-    return out
+    return [n.to_json() for n in w.nests]
 
 
 # why launches stayed apart ----------------------------------------------------------------------
-def _loops(ops: tuple[Op, ...]) -> Iterator[Loop]:
-    for op in ops:
-        if isinstance(op, Loop):
-            yield op
-            yield from _loops(op.body)
-
-
 def not_fused(res: FuseResult) -> list[str]:
     """Region notes (a launch not merged into a predecessor's cluster, and why) and host loops
     whose iterations stay separate launches, with the GLOBAL dependences that order them."""
@@ -103,11 +86,10 @@ def not_fused(res: FuseResult) -> list[str]:
 
 def loop_notes(uar: UAR) -> list[str]:
     out = []
-    for lp in _loops(uar.program.ops):
+    loops = {id(lp): lp for st in uar.statements if st.kind == "launch" for lp in st.loops}
+    for lp in loops.values():
         sids = [st.id for st in uar.statements if st.kind == "launch"
                 and any(x is lp for x in st.loops)]
-        if not sids:
-            continue
         carried = []
         inside = set(sids)
         for dep in uar.dependences:
@@ -166,7 +148,7 @@ def report_md(res: FuseResult) -> str:
         lines.append("Nothing split.")
     lines.append("")
     lines += ["## Host loop nests (wavefronts)", ""]
-    nests = getattr(res.wavefront, "nests", ()) if res.wavefront is not None else ()
+    nests = res.wavefront.nests if res.wavefront is not None else ()
     lines += [f"- {n}" for n in nests] if nests else ["No host loop nest considered."]
     lines.append("")
     lines += ["## Not fused, and why", ""]
