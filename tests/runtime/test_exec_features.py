@@ -219,9 +219,13 @@ def test_barrier_in_loops(order):
 
 # ---- dynamic shared memory ---------------------------------------------------------------------
 @pytest.mark.parametrize("order", ORDERS)
-def test_dynamic_shared_memory(order):
+@pytest.mark.parametrize("check_bounds", [False, True])
+def test_dynamic_shared_memory(order, check_bounds):
+    # with bounds checks: the static `count` ends at byte 4 and the dynamic area starts 16-aligned
+    # at byte 16, so its last 512 bytes end at 528, past static end + dynamic bytes (516): the
+    # window a launch may touch must start from the aligned start (fuzz seed 163)
     x = rng(8).uniform(-1, 1, 256).astype(F32)
-    r = run("programs/dyn_smem.cu", order=order, inputs={"d_in": x})
+    r = run("programs/dyn_smem.cu", order=order, inputs={"d_in": x}, check_bounds=check_bounds)
     blocks = x.reshape(4, 64)
     assert_bitwise(r.final["d_out"], blocks[:, ::-1].reshape(-1), "reversed")
     neighbour = np.roll(blocks, -1, axis=1)

@@ -63,7 +63,7 @@ class HostModule:
     text: str
     kernels: dict[str, KernelEntry]
     shared: tuple[SharedArray, ...]
-    smem_static: int
+    smem_static: int  # where the dynamic area starts: the static arrays' end, 16-aligned
     smem_bytes: int
     sites: tuple[Location | None, ...]
     device_globals: bool  # mutable __device__ variables: workers must share one module
@@ -429,11 +429,12 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         smem[name] = offset
         shared.append(SharedArray(name, offset, size))
         offset += size
-    smem_static = offset
-    dyn_off = (offset + 15) // 16 * 16
+    # the dynamic area starts 16-aligned after the static arrays; a launch's shared window is
+    # [0, smem_static + its dynamic bytes)
+    smem_static = (offset + 15) // 16 * 16
     for name in dyn:
-        smem[name] = dyn_off
-    smem_bytes = dyn_off + DYNAMIC_SMEM_MAX
+        smem[name] = smem_static
+    smem_bytes = smem_static + DYNAMIC_SMEM_MAX
     st = _State(view, instrument, smem, smem_bytes, lib_has)
 
     out: list[str] = []
