@@ -35,6 +35,35 @@ def bounded(operations: int, f: Callable[[], R], default: R) -> R:
         ctx.reset_operations()
 
 
+
+def covers_by_count(box: isl.Set, cover: isl.Set, budget: int,
+                    max_points: int = 1 << 22, max_pieces: int = 64) -> bool:
+    """Whether every point of `box` (a set that is one box) lies in `cover`, decided by
+    counting: the pieces of `cover` clipped to the box are pairwise disjoint and hold as many
+    points as the box. It answers the subset questions isl's own test takes minutes on (a
+    union of tiles with divisions covering a whole buffer), at a cost of about one second per
+    200,000 points. False when it cannot tell: `box` not one box or over `max_points` points,
+    more than `max_pieces` pieces, or the disjointness test over `budget` operations.
+    (`count_val` is not called under a budget: cut short it answers a smaller count, not an
+    error; the clipped pieces bound its work by the box's size.)"""
+    if box.n_basic_set() != 1 or not box.is_box() or box.is_empty():
+        return False
+    points = 1
+    for i in range(box.dim(T.set)):
+        lo, hi = box.dim_min_val(i), box.dim_max_val(i)
+        if not (lo.is_int() and hi.is_int()):
+            return False
+        points *= hi.to_python() - lo.to_python() + 1
+    if points > max_points:
+        return False
+    pieces = [p for p in (isl.Set.from_basic_set(b).intersect(box)
+                          for b in cover.get_basic_sets()) if not p.is_empty()]
+    if len(pieces) > max_pieces:
+        return False
+    disjoint = bounded(budget, lambda: all(a.intersect(b).is_empty() for k, a in
+                                           enumerate(pieces) for b in pieces[k + 1:]), False)
+    return disjoint and sum(p.count_val().to_python() for p in pieces) == points
+
 # names ----------------------------------------------------------------------------------------
 def names(obj: IslObj, kind: isl.dim_type) -> list[str]:
     return [obj.get_dim_name(kind, i) or "" for i in range(obj.dim(kind))]

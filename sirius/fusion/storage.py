@@ -306,8 +306,9 @@ def _exposed(run: list[_Use]) -> _Use | None:
         if u.reads is None:
             return u
         if not u.reads.is_empty():
-            ok = covered is not None and islutil.bounded(
+            ok = covered is not None and (islutil.bounded(
                 BUDGET, lambda r=u.reads, c=covered: r.is_subset(c), False)
+                or islutil.covers_by_count(u.reads, covered, BUDGET))
             if not ok:
                 return u
         if u.writes is not None:

@@ -85,3 +85,40 @@ def test_evaluation_without_a_parameter_value_quantifies_it():
     s = isl.Set("[n] -> { [a] : 0 <= a < n and n <= 10 }")
     got = islutil.evaluate(s, {"a": np.arange(-2, 14)}, {})
     assert list(np.nonzero(got)[0] - 2) == list(range(0, 10))
+
+
+# ---- covers_by_count --------------------------------------------------------------------------
+# The write set of BERT's attention-score GEMM at paper shape (12 x 128 x 128 floats, four
+# 256-byte column strips per tile row): isl's subset test on it runs for minutes; it covers the
+# 786432 bytes exactly, so dropping any strip must leave it short.
+_STRIP = ("exists (e0, e1: 0 <= e0 <= 31 and 0 <= e1 <= 23 and -{hi} + x - 2048e0 - 256e1 <= "
+          "65024*floor((e1)/2) <= -{lo} + x - 2048e0 - 256e1)")
+
+
+def _strips(offsets):
+    return isl.Set("{ [x] : " + " or ".join(_STRIP.format(lo=o, hi=o + 255) for o in offsets)
+                   + " }")
+
+
+def test_covers_by_count_proves_a_tiled_cover():
+    whole = isl.Set("{ [x] : 0 <= x <= 786431 }")
+    assert islutil.covers_by_count(whole, _strips([0, 512, 1024, 1536]), 30_000)
+
+
+def test_covers_by_count_sees_a_missing_strip():
+    whole = isl.Set("{ [x] : 0 <= x <= 786431 }")
+    assert not islutil.covers_by_count(whole, _strips([0, 512, 1024]), 30_000)
+    # the same strip twice covers as many bytes as four, but overlapping pieces are refused
+    assert not islutil.covers_by_count(whole, _strips([0, 512, 1024, 1024]), 30_000)
+
+
+def test_covers_by_count_small_cases():
+    box = isl.Set("{ [x, y] : 0 <= x < 4 and 0 <= y < 6 }")
+    halves = isl.Set("{ [x, y] : 0 <= x < 4 and 0 <= y < 3 or 0 <= x < 4 and 3 <= y < 9 }")
+    assert islutil.covers_by_count(box, halves, 30_000)  # pieces clipped to the box
+    hole = isl.Set("{ [x, y] : 0 <= x < 4 and 0 <= y < 6 and not (x = 2 and y = 5) }")
+    assert not islutil.covers_by_count(box, hole, 30_000)
+    evens = isl.Set("{ [x] : exists e : x = 2e and 0 <= x < 10 }")
+    assert not islutil.covers_by_count(evens, isl.Set("{ [x] : 0 <= x < 10 }"), 30_000)  # no box
+    big = isl.Set("{ [x] : 0 <= x < 10000000 }")
+    assert not islutil.covers_by_count(big, big, 30_000)  # over max_points: no answer
