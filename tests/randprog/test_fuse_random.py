@@ -64,6 +64,23 @@ def test_fused_program(seed: int, tmp_path, tmp_path_factory) -> None:
     _record(tmp_path_factory, seed, out.launches_before, out.launches_after)
 
 
+def test_dynamic_shared_memory_reduction_fused(tmp_path) -> None:
+    """Fuzz seed 163: a dynamic-shared-memory reduction (k7_reduce, 256 bytes) fused vertically
+    with a static one (k6_reduce, 128 bytes of `sums`). The fused kernel's static arrays end off
+    a 16-byte boundary, and the CPU executor once let a launch touch only `static end + dynamic
+    bytes`, 12 bytes short of the 16-aligned dynamic area's end: the bounds check faulted on
+    the reduction's last shared stores. The launches must be fused and verify."""
+    prog = generate(163)
+    out = fuse_and_verify(prog, "vertical", tmp_path)
+    assert "extern __shared__" in out.path.read_text()
+    from sirius.fusion.driver import fuse
+    from sirius.fusion.planner import Options
+
+    res = fuse([out.path], Options(arrangement="vertical"), use_cache=True)
+    dyn = [r for r in res.fused if any("k7_reduce" in n.label() for n in r.nodes)]
+    assert dyn and dyn[0].kernel.smem > 0, "the dynamic-shared-memory launch was not fused"
+
+
 def test_at_least_100_programs_are_verified() -> None:
     assert len(SEEDS) >= 100
 
