@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 def main() -> int:
     from sirius.fusion.driver import fuse
     from sirius.fusion.planner import Options
-    from sirius.fusion.verify import verify_fused
+    from sirius.fusion.verify import ORDERS, verify_fused
 
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="*")
@@ -32,7 +32,7 @@ def main() -> int:
     ap.add_argument("--no-verify", action="store_true", help="launch counts only")
     ap.add_argument("--order", action="append", default=None,
                     help="block/thread order of the fused runs, repeatable (default: forward, "
-                    "reverse, random:7)")
+                    "reverse, random:1)")
     args = ap.parse_args()
     files = [Path(f) for f in args.files] or sorted((ROOT / "kernels").glob("*.cu")) + \
         sorted((ROOT / "kernels" / "tvm").glob("*.cu"))
@@ -52,8 +52,7 @@ def main() -> int:
         if args.no_verify:
             ok, diff, t2 = "not run", "-", t1
         else:
-            rep = verify_fused(res.original, res, seed=7,
-                               **({"orders": tuple(args.order)} if args.order else {}))
+            rep = verify_fused(res.original, res, seed=7, orders=tuple(args.order or ORDERS))
             t2 = time.perf_counter()
             diff = f"{max((r.max_abs for r in rep.rows if r.max_abs is not None), default=0.0):.3g}"
             ok = "ok, bitwise" if rep.ok and all(r.bitwise for r in rep.rows) else \

@@ -35,15 +35,15 @@ def bounded(operations: int, f: Callable[[], R], default: R) -> R:
         ctx.reset_operations()
 
 
-
 def covers_by_count(box: isl.Set, cover: isl.Set, budget: int,
                     max_points: int = 1 << 22, max_pieces: int = 64) -> bool:
     """Whether every point of `box` (a set that is one box) lies in `cover`, decided by
     counting: the pieces of `cover` clipped to the box are pairwise disjoint and hold as many
     points as the box. It answers the subset questions isl's own test takes minutes on (a
-    union of tiles with divisions covering a whole buffer), at a cost of about one second per
-    200,000 points. False when it cannot tell: `box` not one box or over `max_points` points,
-    more than `max_pieces` pieces, or the disjointness test over `budget` operations.
+    union of tiles with divisions covering a whole buffer) by enumeration: 2.9 s for the
+    786432 bytes of paper-shape BERT's attention scores. False when it cannot tell: `box` not
+    one box or over `max_points` points, more than `max_pieces` pieces, or the disjointness
+    test over `budget` operations.
     (`count_val` is not called under a budget: cut short it answers a smaller count, not an
     error; the clipped pieces bound its work by the box's size.)"""
     if box.n_basic_set() != 1 or not box.is_box() or box.is_empty():
@@ -63,6 +63,7 @@ def covers_by_count(box: isl.Set, cover: isl.Set, budget: int,
     disjoint = bounded(budget, lambda: all(a.intersect(b).is_empty() for k, a in
                                            enumerate(pieces) for b in pieces[k + 1:]), False)
     return disjoint and sum(p.count_val().to_python() for p in pieces) == points
+
 
 # names ----------------------------------------------------------------------------------------
 def names(obj: IslObj, kind: isl.dim_type) -> list[str]:
