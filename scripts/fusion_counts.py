@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> int:
     from sirius.fusion.driver import fuse
-    from sirius.fusion.planner import Options
-    from sirius.fusion.verify import ORDERS, verify_fused
+    from sirius.fusion.plan.planner import Options
+    from sirius.verify.differential import ORDERS, verify_fused
 
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="*")

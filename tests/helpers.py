@@ -16,7 +16,7 @@ KERNELS = ROOT / "kernels"
 
 def inspect_doc(program: str | Path, *extra: str) -> dict:
     """The `sirius inspect --json` document of a program (in-process, same code as the CLI)."""
-    from sirius.cli import inspect_document
+    from sirius.analysis.program import inspect_document
 
     path = Path(program)
     if not path.is_absolute() and not path.exists():

@@ -1204,7 +1204,7 @@ def test_continue_around_gpu_work_is_rejected(prog):
 @pytest.mark.parametrize("name", [HOST_COND, CONTINUE])
 def test_condition_error_note_names_the_launch(prog, name):
     # Run the analysis several times: the note must name the launch every time.
-    from sirius.cli import inspect_document
+    from sirius.analysis.program import inspect_document
     from sirius.diagnostics import SiriusError
 
     path = prog(name)

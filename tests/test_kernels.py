@@ -1,4 +1,4 @@
-"""Kernel facts (sirius.analysis.kernels) on small CUDA programs, with values derived by hand."""
+"""Kernel facts (analysis/kernel/facts.py) on small CUDA programs, with values derived by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from sirius.analysis.irtypes import type_align, type_size
 from sirius.analysis.irview import build_view
-from sirius.analysis.kernels import KernelInfo, kernel_infos, kernel_to_json
+from sirius.analysis.kernel.facts import KernelInfo, kernel_infos, kernel_to_json
 from sirius.frontend.compile import compile_program
 
 

@@ -2,7 +2,7 @@
 
 Every corpus program (hand-written and TVM-generated) runs on the executor in trace mode, which
 records every global and shared access of every thread with its statement instance; each must
-lie inside the static access relation of that instance (sirius.analysis.soundness). A single
+lie inside the static access relation of that instance (sirius.analysis.uar.soundness). A single
 access outside is an under-approximation, the one bug the analysis must never have.
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from sirius.analysis.irview import build_view
-from sirius.analysis.soundness import check_trace
-from sirius.analysis.uar import build_uar
-from sirius.cli import analyse
+from sirius.analysis.program import analyse
+from sirius.analysis.uar.build import build_uar
+from sirius.analysis.uar.soundness import check_trace
 from sirius.runtime.cpu.device import CpuDevice
 from sirius.runtime.interpreter import LaunchTrace, run_host_program
 from tests.helpers import ROOT

@@ -2,7 +2,7 @@
 
 analyse (host model, kernels) -> UAR -> false-dependence splitting (storage.py) -> wavefronts
 of host loop nests (wavefront.py) -> planner (local + level fusion, planner.py) -> code
-generation (sirius.fusion.codegen, vertical clusters first, then horizontal kernels whose members
+generation (codegen/emit.py, vertical clusters first, then horizontal kernels whose members
 may be those clusters) -> PTX and ptxas resources for the target (sirius.backend); a fused kernel
 that cannot be generated, spills, or exceeds a limit is undone (its launches run unfused) and
 the module is built again. The result carries everything `sirius fuse` writes and `sirius
@@ -17,15 +17,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sirius.analysis.hostmodel import HostProgram, Launch, Loop, Op
+from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
 from sirius.analysis.irview import build_view
-from sirius.analysis.kernels import KernelInfo
-from sirius.analysis.uar import UAR, build_uar
+from sirius.analysis.kernel.facts import KernelInfo
+from sirius.analysis.uar.build import UAR, build_uar
 from sirius.backend import compile_ir, violations
 from sirius.backend.ptxas import KernelResources
-from sirius.fusion.codegen import build
-from sirius.fusion.planner import Cluster, Group, Options, Planner, Region, launch_count
-from sirius.fusion.spec import CodegenError, FusedKernel, FusedKernelSpec, FusedModule, Member
+from sirius.fusion.codegen.emit import build
+from sirius.fusion.codegen.spec import (
+    CodegenError,
+    FusedKernel,
+    FusedKernelSpec,
+    FusedModule,
+    Member,
+)
+from sirius.fusion.plan.planner import Cluster, Group, Options, Planner, Region, launch_count
 
 Progress = Callable[[str], None]
 
@@ -90,8 +96,8 @@ def _noop(_: str) -> None:
 def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: str = "main",
          flags: Sequence[str] | None = None, use_cache: bool = True,
          progress: Progress = _noop) -> FuseResult:
-    from sirius.analysis.access import KernelAnalyzer
-    from sirius.cli import analyse
+    from sirius.analysis.kernel.access import KernelAnalyzer
+    from sirius.analysis.program import analyse
 
     options = options or Options()
     paths = tuple(Path(f) for f in files)
@@ -107,7 +113,7 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
     host = host0
     storage = wave = None
     if options.split_storage:
-        from sirius.fusion.storage import split_storage
+        from sirius.fusion.plan.storage import split_storage
 
         t = time.perf_counter()
         storage = split_storage(host, uar)
@@ -118,7 +124,7 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
             uar = build_uar(view, kernels, host, analyzer)
         secs["storage"] = time.perf_counter() - t
     if options.wavefront:
-        from sirius.fusion.wavefront import wavefront_rewrite
+        from sirius.fusion.plan.wavefront import wavefront_rewrite
 
         t = time.perf_counter()
         wave = wavefront_rewrite(host, uar)

@@ -6,16 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from sirius import __version__
-from sirius.analysis.hostmodel import Launch
-from sirius.analysis.uar import UAR
-from sirius.analysis.widths import Width
+from sirius.analysis.host.model import Launch
+from sirius.analysis.uar.build import UAR
+from sirius.analysis.uar.widths import Width
 from sirius.fusion.driver import FusedLaunchRecord, FuseResult
-from sirius.fusion.planner import describe, same_iteration
+from sirius.fusion.plan.planner import describe, same_iteration
 
 
 # plan.json --------------------------------------------------------------------------------------
 def plan_json(res: FuseResult) -> dict:
-    from sirius.analysis.kernels import kernel_to_json
+    from sirius.analysis.kernel.facts import kernel_to_json
 
     return {
         "sirius": __version__,

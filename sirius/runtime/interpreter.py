@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sirius.analysis.hostmodel import (
+from sirius.analysis.host.model import (
     Alloc,
     BufferArg,
     Copy,
@@ -91,7 +91,7 @@ class LaunchRecord:
 
 @dataclass
 class LaunchTrace:
-    """Every access one dynamic launch made (see sirius.analysis.soundness for the consumer)."""
+    """Every access one dynamic launch made (see sirius.analysis.uar.soundness for the consumer)."""
 
     launch_index: int
     env: dict[str, int]
@@ -366,7 +366,7 @@ def run_program(files, *, entry: str = "main", arch: str = "sm_80", flags=None, 
                 jobs: int | None = None, use_cache: bool = True,
                 progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Compile, extract and run a whole CUDA program on the CPU executor."""
-    from sirius.cli import analyse
+    from sirius.analysis.program import analyse
     from sirius.runtime.cpu.device import CpuDevice
 
     paths = [Path(f) for f in files]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from sirius.analysis.cli import analyze
-from sirius.analysis.uar import UAR
+from sirius.analysis.program import analyze
+from sirius.analysis.uar.build import UAR
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 KERNELS = ROOT / "kernels"

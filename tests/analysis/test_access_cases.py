@@ -7,7 +7,7 @@ from __future__ import annotations
 import islpy as isl
 import pytest
 
-from sirius.analysis.soundness import check_trace
+from sirius.analysis.uar.soundness import check_trace
 from tests.analysis.support import uar_of
 
 PROGRAM = "affine_cases.cu"

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from sirius.analysis.soundness import RECORD_DTYPE, LaunchTrace, check_trace
+from sirius.analysis.uar.soundness import RECORD_DTYPE, LaunchTrace, check_trace
 from tests.analysis.support import uar_of
 
 LOAD, STORE, ATOMIC = 0, 1, 2

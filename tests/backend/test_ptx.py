@@ -29,7 +29,7 @@ ARCHS = ("sm_80", "sm_90")
 
 @functools.cache
 def analysed(name: str):
-    from sirius.cli import analyse
+    from sirius.analysis.program import analyse
 
     return analyse([ROOT / "kernels" / name])
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import numpy as np
 
-from sirius.analysis.hostmodel import HostProgram, Launch, Loop
-from sirius.fusion.spec import FusedModule, Member, ThreadMap
+from sirius.analysis.host.model import HostProgram, Launch, Loop
+from sirius.fusion.codegen.spec import FusedModule, Member, ThreadMap
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
@@ -41,7 +41,7 @@ class Loaded:
 
 @functools.cache
 def load(path: Path) -> Loaded:
-    from sirius.cli import analyse
+    from sirius.analysis.program import analyse
 
     program, kernels, host = analyse([path])
     return Loaded(program, tuple(kernels), host)

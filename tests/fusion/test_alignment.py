@@ -1,4 +1,4 @@
-"""Thread maps and legality proofs of vertical groups (`sirius.fusion.alignment`). Expected
+"""Thread maps and legality proofs of vertical groups (`sirius.fusion.plan.alignment`). Expected
 values come from the kernels' index arithmetic (matmul_bias_act.cu: matmul thread (bx, by, tx,
 ty) of 16x16 tiles in a 4x4 grid writes C[(16by + ty)*64 + 16bx + tx]; bias_add and act_tanh
 thread (bx, tx) touch element bx*blockDim + tx), not from what the code printed."""
@@ -15,8 +15,10 @@ from codegen_support import check_same, corpus, fused_program, tile_map, transpo
 
 from sirius.analysis.expr import Expr
 from sirius.analysis.irview import build_view
-from sirius.analysis.uar import build_uar
-from sirius.fusion.alignment import (
+from sirius.analysis.uar.build import build_uar
+from sirius.fusion.codegen.emit import build
+from sirius.fusion.codegen.spec import GLOBAL, FusedKernelSpec, Member, ThreadMap
+from sirius.fusion.plan.alignment import (
     check_group,
     covers_exactly_once,
     fused_instance_map,
@@ -24,8 +26,6 @@ from sirius.fusion.alignment import (
     reindex_map,
     reindex_member,
 )
-from sirius.fusion.codegen import build
-from sirius.fusion.spec import GLOBAL, FusedKernelSpec, Member, ThreadMap
 
 FUSED = (256, 1, 1)
 # matmul(A, B, C, m, n, k) bias_add(C, bias, m, n) act_tanh(C, out, total); the launches pass
@@ -109,7 +109,7 @@ def test_coverage_misses_or_repeats_an_instance():
 
 
 def test_coverage_by_isl_beyond_enumeration(monkeypatch):
-    from sirius.fusion import alignment
+    from sirius.fusion.plan import alignment
 
     monkeypatch.setattr(alignment, "ENUMERATE", 0)
     alignment._covers.cache_clear()

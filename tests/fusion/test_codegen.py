@@ -1,4 +1,4 @@
-"""Fused kernels computed by `sirius.fusion.codegen`, checked by VALUE on the CPU executor: the
+"""Fused kernels computed by `sirius.fusion.codegen.emit`, checked by VALUE on the CPU executor: the
 fused program (launches replaced by one fused launch) must leave every buffer bitwise equal to
 the original's, under forward, reverse and random block/thread orders, and every fused module
 must assemble with ptxas for sm_80 and sm_90."""
@@ -25,8 +25,8 @@ from codegen_support import (
 )
 
 from sirius.backend import check, compile_ir, violations
-from sirius.fusion.codegen import build
-from sirius.fusion.spec import GLOBAL, FusedKernelSpec
+from sirius.fusion.codegen.emit import build
+from sirius.fusion.codegen.spec import GLOBAL, FusedKernelSpec
 from sirius.runtime.device import KernelFault
 
 # The parameter maps below come from the kernels' signatures and the host code:

@@ -18,8 +18,8 @@ import pytest
 
 from sirius.backend import compile_ir, violations
 from sirius.fusion.driver import FuseResult, fuse
-from sirius.fusion.planner import Options
-from sirius.fusion.verify import verify_fused
+from sirius.fusion.plan.planner import Options
+from sirius.verify.differential import verify_fused
 from tests.helpers import ROOT, run_cli
 
 KERNELS = ROOT / "kernels"

@@ -18,10 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sirius.analysis.hostmodel import Alloc, BufferArg, DevRef, Free, HostProgram
+from sirius.analysis.host.model import Alloc, BufferArg, DevRef, Free, HostProgram
 from sirius.analysis.irview import build_view
-from sirius.analysis.uar import UAR, build_uar
-from sirius.fusion.storage import BufferSplit, StorageSplit, Version, apply_splits, split_storage
+from sirius.analysis.uar.build import UAR, build_uar
+from sirius.fusion.plan.storage import (
+    BufferSplit,
+    StorageSplit,
+    Version,
+    apply_splits,
+    split_storage,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TVM = ROOT / "kernels" / "tvm"
@@ -42,7 +48,7 @@ class Analysed:
 
 @functools.cache
 def analysed(path: Path) -> Analysed:
-    from sirius.cli import analyse
+    from sirius.analysis.program import analyse
 
     program, kernels, host = analyse([path])
     view = build_view(program.device_module)

@@ -1,4 +1,4 @@
-"""`sirius.fusion.verify`: a fused program checked against its original on the CPU executor.
+"""`sirius.verify.differential`: a fused program checked against its original on the CPU executor.
 Correct fusions (from test_codegen's builds) must verify bitwise; planted bugs (a dropped
 launch, a missing barrier, a divergent barrier, an out-of-bounds launch, an off-by-one count)
 must not. Expected counts are derived from the programs' sources in the comments."""
@@ -15,7 +15,7 @@ from codegen_support import corpus, fused_program, replace_launches, run
 from test_codegen import CHAIN_MAPS, chain, mba, reductions
 
 from sirius.analysis.expr import Expr
-from sirius.analysis.hostmodel import (
+from sirius.analysis.host.model import (
     Buffer,
     Copy,
     DevRef,
@@ -25,9 +25,9 @@ from sirius.analysis.hostmodel import (
     Rotating,
     ScalarArg,
 )
-from sirius.fusion.codegen import build
-from sirius.fusion.spec import GLOBAL, FusedKernelSpec
-from sirius.fusion.verify import compare, observed, verify_fused
+from sirius.fusion.codegen.emit import build
+from sirius.fusion.codegen.spec import GLOBAL, FusedKernelSpec
+from sirius.verify.differential import compare, observed, verify_fused
 
 N = 4096  # elements of every buffer of elementwise_chain.cu (16384 bytes of float)
 

@@ -1,4 +1,4 @@
-"""The wavefront rewrite of host loop nests (`sirius.fusion.wavefront`).
+"""The wavefront rewrite of host loop nests (`sirius.fusion.plan.wavefront`).
 
 Expected stages and launch orders are derived by hand from the loop bounds in the sources: a
 nest of n_l x n_t iterations has stages w = i + j in [0, n_l + n_t - 2], stage w holding the
@@ -19,10 +19,11 @@ import pytest
 from codegen_support import KERNELS, Loaded, load, run
 
 from sirius.analysis.expr import Expr
-from sirius.analysis.hostmodel import BufferArg, HostProgram, Launch, Loop, Op, ScalarArg
+from sirius.analysis.host.model import BufferArg, HostProgram, Launch, Loop, Op, ScalarArg
+from sirius.analysis.host.render import render_ops
 from sirius.analysis.irview import build_view
-from sirius.analysis.uar import build_uar
-from sirius.fusion.wavefront import WavefrontResult, render_ops, wavefront_rewrite
+from sirius.analysis.uar.build import build_uar
+from sirius.fusion.plan.wavefront import WavefrontResult, wavefront_rewrite
 
 PROGRAMS = Path(__file__).resolve().parent / "wavefront_programs"
 

@@ -1,15 +1,15 @@
-; The fuse-kernels pass (sirius.fusion.codegen): two kernels fused horizontally into 128-thread
+; The fuse-kernels pass (sirius.fusion.codegen.emit): two kernels fused horizontally into 128-thread
 ; blocks. `scale` (4 blocks of 128) gets blocks [0, 4); `tile_sum` (2 blocks of 64, a shared
 ; tile and a barrier) gets blocks [4, 6) and runs on 64 of the 128 threads, so its barrier
 ; becomes a counted one and its shared tile moves into the fused buffer.
 ;
-; RUN: %python -m sirius.fusion.codegen %s -O 0 --spec '{"name": "fused", "arrangement": "horizontal", "members": [{"kernel": "scale", "grid": [4, 1, 1], "block": [128, 1, 1]}, {"kernel": "tile_sum", "grid": [2, 1, 1], "block": [64, 1, 1]}]}' | filecheck %s
-; RUN: %python -m sirius.fusion.codegen %s --spec '{"name": "fused", "arrangement": "horizontal", "members": [{"kernel": "scale", "grid": [4, 1, 1], "block": [128, 1, 1]}, {"kernel": "tile_sum", "grid": [2, 1, 1], "block": [64, 1, 1]}]}' | filecheck %s --check-prefix=O3
+; RUN: %python -m sirius.fusion.codegen.emit %s -O 0 --spec '{"name": "fused", "arrangement": "horizontal", "members": [{"kernel": "scale", "grid": [4, 1, 1], "block": [128, 1, 1]}, {"kernel": "tile_sum", "grid": [2, 1, 1], "block": [64, 1, 1]}]}' | filecheck %s
+; RUN: %python -m sirius.fusion.codegen.emit %s --spec '{"name": "fused", "arrangement": "horizontal", "members": [{"kernel": "scale", "grid": [4, 1, 1], "block": [128, 1, 1]}, {"kernel": "tile_sum", "grid": [2, 1, 1], "block": [64, 1, 1]}]}' | filecheck %s --check-prefix=O3
 ;
 ; Rejected: a barrier under the global-linear-id map (a member block would span fused blocks),
 ; and a counted barrier over part of a warp.
-; RUN: not %python -m sirius.fusion.codegen %s --spec '{"name": "g", "arrangement": "vertical", "members": [{"kernel": "tile_sum", "grid": [2, 1, 1], "block": [64, 1, 1], "map": "global"}]}' 2>&1 | filecheck %s --check-prefix=GLOBAL
-; RUN: not %python -m sirius.fusion.codegen %s --spec '{"name": "w", "arrangement": "vertical", "members": [{"kernel": "scale", "grid": [4, 1, 1], "block": [128, 1, 1]}, {"kernel": "tile_sum", "grid": [2, 1, 1], "block": [40, 1, 1]}]}' 2>&1 | filecheck %s --check-prefix=WARP
+; RUN: not %python -m sirius.fusion.codegen.emit %s --spec '{"name": "g", "arrangement": "vertical", "members": [{"kernel": "tile_sum", "grid": [2, 1, 1], "block": [64, 1, 1], "map": "global"}]}' 2>&1 | filecheck %s --check-prefix=GLOBAL
+; RUN: not %python -m sirius.fusion.codegen.emit %s --spec '{"name": "w", "arrangement": "vertical", "members": [{"kernel": "scale", "grid": [4, 1, 1], "block": [128, 1, 1]}, {"kernel": "tile_sum", "grid": [2, 1, 1], "block": [40, 1, 1]}]}' 2>&1 | filecheck %s --check-prefix=WARP
 
 target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 target triple = "nvptx64-nvidia-cuda"

@@ -43,8 +43,8 @@ def _count_launches(ops: list[dict]) -> int:
 
 def check_program(prog: RandomProgram, directory: Path, seed: int = 0,
                   order: str = "forward", jobs: int | None = 1) -> Outcome:
-    from sirius.analysis.kernels import kernel_to_json
-    from sirius.cli import analyse
+    from sirius.analysis.kernel.facts import kernel_to_json
+    from sirius.analysis.program import analyse
     from sirius.runtime.cpu.device import CpuDevice
     from sirius.runtime.interpreter import run_host_program
 

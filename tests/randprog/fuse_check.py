@@ -156,8 +156,8 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     `arrangement_for(seed)` (auto for a drawn program); `input_seed` (default: the generator
     seed, or 1) seeds the executor's inputs and the random order."""
     from sirius.fusion.driver import fuse
-    from sirius.fusion.planner import Options
-    from sirius.fusion.verify import verify_fused
+    from sirius.fusion.plan.planner import Options
+    from sirius.verify.differential import verify_fused
 
     t0 = time.perf_counter()
     prog = generate(prog_or_seed) if isinstance(prog_or_seed, int) else prog_or_seed

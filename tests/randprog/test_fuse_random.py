@@ -74,7 +74,7 @@ def test_dynamic_shared_memory_reduction_fused(tmp_path) -> None:
     out = fuse_and_verify(prog, "vertical", tmp_path)
     assert "extern __shared__" in out.path.read_text()
     from sirius.fusion.driver import fuse
-    from sirius.fusion.planner import Options
+    from sirius.fusion.plan.planner import Options
 
     res = fuse([out.path], Options(arrangement="vertical"), use_cache=True)
     dyn = [r for r in res.fused if any("k7_reduce" in n.label() for n in r.nodes)]
@@ -91,7 +91,7 @@ def test_fusion_happens(tmp_path, tmp_path_factory) -> None:
     xdist worker recorded them, else from fusing the program here (no verification; a seed
     whose fusion crashes is left out: its own test fails)."""
     from sirius.fusion.driver import fuse
-    from sirius.fusion.planner import Options
+    from sirius.fusion.plan.planner import Options
 
     counts = []
     for seed in SEEDS:
@@ -120,10 +120,10 @@ def test_checks_catch_a_dropped_launch(tmp_path) -> None:
     (another region), stays right."""
     from dataclasses import replace
 
-    from sirius.analysis.hostmodel import Launch
+    from sirius.analysis.host.model import Launch
     from sirius.fusion.driver import fuse
-    from sirius.fusion.planner import Options
-    from sirius.fusion.verify import verify_fused
+    from sirius.fusion.plan.planner import Options
+    from sirius.verify.differential import verify_fused
 
     prog = generate(3)
     assert prog.calls()[-1].op.__class__.__name__ == "Matmul" and "d_t4" in prog.outputs

@@ -132,7 +132,7 @@ def test_reference_catches_a_wrong_value(tmp_path) -> None:
     """Through the public entry points (`inspect_document`, `run_program`, which check_program
     shares the internals of); the comparison is sharp: one element off by 1e-4 relative is
     reported, and only it."""
-    from sirius.cli import inspect_document
+    from sirius.analysis.program import inspect_document
     from sirius.runtime.interpreter import run_program
 
     prog = generate(3)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sirius.cli import analyse
+from sirius.analysis.program import analyse
 from sirius.runtime.cpu.device import CpuDevice
 from sirius.runtime.interpreter import RunResult, run_host_program
 

@@ -1,0 +1,1 @@
+"""Host-program extraction: abstract interpretation of the host IR into a `HostProgram`."""

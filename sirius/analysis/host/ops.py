@@ -1,0 +1,221 @@
+"""Integer, pointer and comparison semantics of LLVM instructions over abstract host values."""
+
+from __future__ import annotations
+
+from sirius.analysis.expr import Expr
+from sirius.analysis.host.values import (
+    AV,
+    DevPtr,
+    Flt,
+    HostPtr,
+    Int,
+    Null,
+    Packed,
+    Unknown,
+    const,
+    int_bits,
+    offset_addr,
+)
+
+Ranges = dict[str, tuple[int, int]]
+
+
+def _nonneg(e: Expr, ranges: Ranges) -> bool:
+    b = e.bounds(ranges)
+    return b is not None and b[0] >= 0
+
+
+def binary(op: str, a: AV, b: AV, ty: str, ranges: Ranges, flags: str = "") -> AV:
+    """`a op b` for an integer binary instruction of type `ty`."""
+    bits = int_bits(ty)
+    if isinstance(a, Packed) or isinstance(b, Packed):
+        return _packed_binary(op, a, b)
+    # Pointer arithmetic through ptrtoint/inttoptr: a device or host pointer plus an integer.
+    if op in ("add", "sub") and isinstance(b, Int) and isinstance(a, DevPtr | HostPtr):
+        delta = b.e if op == "add" else -b.e
+        return _offset(a, delta)
+    if op == "add" and isinstance(a, Int) and isinstance(b, DevPtr | HostPtr):
+        return _offset(b, a.e)
+    if not (isinstance(a, Int) and isinstance(b, Int)):
+        return a if isinstance(a, Unknown) else b if isinstance(b, Unknown) else Unknown(
+            f"integer '{op}' on values that are not integers")
+    x, y = a.e, b.e
+    if x.is_const and y.is_const:
+        return _const_binary(op, x.const, y.const, bits)
+    if op == "add":
+        return Int(x + y, bits)
+    if op == "sub":
+        return Int(x - y, bits)
+    if op == "mul":
+        m = x.mul(y)
+        return Int(m, bits) if m is not None else Unknown("product of two loop-dependent values")
+    if op == "shl" and y.is_const:
+        return Int(x.scale(1 << y.const), bits)
+    if op == "or" and "disjoint" in flags:
+        return Int(x + y, bits)
+    if y.is_const and y.const > 0:
+        d = y.const
+        if op in ("sdiv", "udiv") and _nonneg(x, ranges):
+            return Int(x.floordiv(d), bits)
+        if op in ("srem", "urem") and _nonneg(x, ranges):
+            return Int(x.mod(d), bits)
+        if op in ("lshr", "ashr") and _nonneg(x, ranges):
+            return Int(x.floordiv(1 << d), bits)
+        if op == "and" and _nonneg(x, ranges):
+            low = (d & -d).bit_length() - 1  # mask = 2^low * (2^width - 1): contiguous bits
+            width = (d >> low).bit_length()
+            if (d >> low) == (1 << width) - 1:
+                return Int(x.floordiv(1 << low).mod(1 << width).scale(1 << low), bits)
+    return Unknown(f"'{op}' of a loop-dependent value is not quasi-affine")
+
+
+def _offset(p: DevPtr | HostPtr, delta: Expr) -> AV:
+    if isinstance(p, DevPtr):
+        return DevPtr(offset_addr(p.addr, delta))
+    return HostPtr(p.region, p.offset + delta)
+
+
+def _const_binary(op: str, x: int, y: int, bits: int) -> AV:
+    mask = (1 << bits) - 1
+    ux, uy = x & mask, y & mask
+    try:
+        r = {
+            "add": lambda: x + y, "sub": lambda: x - y, "mul": lambda: x * y,
+            "and": lambda: ux & uy, "or": lambda: ux | uy, "xor": lambda: ux ^ uy,
+            "shl": lambda: ux << uy, "lshr": lambda: ux >> uy, "ashr": lambda: x >> uy,
+            "udiv": lambda: ux // uy, "urem": lambda: ux % uy,
+            "sdiv": lambda: abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1),
+            "srem": lambda: x - y * (abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)),
+        }[op]()
+    except ZeroDivisionError:
+        return Unknown("division by zero in host code")
+    except KeyError:
+        return Unknown(f"unsupported integer operation '{op}'")
+    return const(r, bits)
+
+
+def _packed_binary(op: str, a: AV, b: AV) -> AV:
+    if op == "or":
+        for p, q in ((a, b), (b, a)):
+            if isinstance(p, Packed) and p.lo == const(0, 32) and isinstance(q, Int):
+                return Packed(q, p.hi)
+    if op == "lshr" and isinstance(a, Packed) and b == const(32, 64):
+        return a.hi
+    if op == "and" and isinstance(a, Packed) and b == const(0xFFFFFFFF, 64):
+        return a.lo
+    return Unknown("arithmetic on a packed dim3 value")
+
+
+def shift_to_packed(a: AV, b: AV, bits: int) -> AV | None:
+    """`zext(y) << 32` in i64: the high half of a dim3's (x, y) pair."""
+    if bits == 64 and b == const(32, 64) and isinstance(a, Int) and not a.e.is_const:
+        return Packed(const(0, 32), a)
+    return None
+
+
+def unpack_xy(av: AV) -> tuple[AV, AV]:
+    if isinstance(av, Int) and av.e.is_const:
+        c = av.e.const & 0xFFFFFFFFFFFFFFFF
+        return const(c & 0xFFFFFFFF, 32), const(c >> 32, 32)
+    if isinstance(av, Packed):
+        return av.lo, av.hi
+    if isinstance(av, Int):
+        # x + 2^32 * y, built with `or disjoint` from a zero-extended x: split the coefficients.
+        lo_terms = {a: c for a, c in av.e.terms if c % (1 << 32)}
+        hi_terms = {a: c >> 32 for a, c in av.e.terms if not c % (1 << 32)}
+        c = av.e.const
+        lo = Expr._make(c & 0xFFFFFFFF, lo_terms)
+        hi = Expr._make(c >> 32, hi_terms)
+        return Int(lo, 32), Int(hi, 32)
+    u = av if isinstance(av, Unknown) else Unknown("grid or block size is not a known value")
+    return u, u
+
+
+_SIGNED = {"slt": "<", "sle": "<=", "sgt": ">", "sge": ">=", "eq": "==", "ne": "!="}
+_UNSIGNED = {"ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+
+
+def compare_ints(pred: str, x: int, y: int, bits: int) -> bool:
+    if pred in _UNSIGNED:
+        mask = (1 << bits) - 1
+        x, y = x & mask, y & mask
+        pred = "s" + pred[1:]
+    return {"slt": x < y, "sle": x <= y, "sgt": x > y, "sge": x >= y,
+            "eq": x == y, "ne": x != y}[pred]
+
+
+def icmp(pred: str, a: AV, b: AV, ty: str, ranges: Ranges) -> AV:
+    bits = int_bits(ty) if ty.startswith("i") else 64
+    if isinstance(a, Int) and isinstance(b, Int):
+        d = (a.e - b.e)
+        if d.is_const:
+            if a.e.is_const:
+                return const(int(compare_ints(pred, a.e.const, b.e.const, bits)), 1)
+            return const(int(compare_ints(pred if pred in _SIGNED else "s" + pred[1:],
+                                          d.const, 0, 64)), 1)
+        bd = d.bounds(ranges)
+        if bd is not None and (pred in _SIGNED or (_nonneg(a.e, ranges) and _nonneg(b.e, ranges))):
+            p = pred if pred in _SIGNED else "s" + pred[1:]
+            lo_t, hi_t = compare_ints(p, bd[0], 0, 64), compare_ints(p, bd[1], 0, 64)
+            if p in ("eq", "ne"):
+                if bd[0] == bd[1] == 0 or not (bd[0] <= 0 <= bd[1]):
+                    return const(int(compare_ints(p, bd[0], 0, 64)), 1)
+            elif lo_t == hi_t:
+                return const(int(lo_t), 1)
+        return Unknown(f"loop variables ({a.e} {pred} {b.e})")
+    if pred in ("eq", "ne"):
+        same = _pointer_equal(a, b)
+        if same is not None:
+            return const(int(same if pred == "eq" else not same), 1)
+    return a if isinstance(a, Unknown) else b if isinstance(b, Unknown) else Unknown(
+        "comparison of host values sirius does not track")
+
+
+def _pointer_equal(a: AV, b: AV) -> bool | None:
+    if isinstance(a, Null) and isinstance(b, Null):
+        return True
+    if isinstance(a, Null | DevPtr | HostPtr) and isinstance(b, Null | DevPtr | HostPtr):
+        if isinstance(a, Null) or isinstance(b, Null):
+            return False  # a pointer from cudaMalloc or to host memory is never null here
+    return None
+
+
+def cast(op: str, a: AV, src_ty: str, dst_ty: str) -> AV:
+    if op in ("zext", "sext", "trunc"):
+        if isinstance(a, Packed) and op == "trunc":
+            return a.lo
+        if not isinstance(a, Int):
+            return a
+        bits = int_bits(dst_ty)
+        if a.e.is_const:
+            v = a.e.const
+            if op == "zext":
+                v &= (1 << int_bits(src_ty)) - 1
+            return const(v, bits)
+        return Int(a.e, bits)
+    if op in ("ptrtoint", "inttoptr", "bitcast", "addrspacecast", "freeze"):
+        return a
+    if op in ("sitofp", "uitofp") and isinstance(a, Int) and a.e.is_const:
+        return Flt(float(a.e.const))
+    if op in ("fptrunc", "fpext") and isinstance(a, Flt):
+        return a
+    if op in ("fptosi", "fptoui") and isinstance(a, Flt):
+        return const(int(a.v), int_bits(dst_ty))
+    return a if isinstance(a, Unknown) else Unknown(f"'{op}' of a value sirius does not track")
+
+
+def float_binary(op: str, a: AV, b: AV) -> AV:
+    if isinstance(a, Flt) and isinstance(b, Flt):
+        try:
+            return Flt({"fadd": a.v + b.v, "fsub": a.v - b.v, "fmul": a.v * b.v,
+                        "fdiv": a.v / b.v if b.v else float("inf")}[op])
+        except KeyError:
+            pass
+    return Unknown("floating-point value computed by host code")
+
+
+def truth(av: AV) -> bool | None:
+    if isinstance(av, Int) and av.e.is_const:
+        return av.e.const != 0
+    return None
+

@@ -1,0 +1,1 @@
+"""Kernel access analysis: affine values over LLVM IR, isl access relations, kernel facts."""

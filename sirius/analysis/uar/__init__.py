@@ -1,0 +1,1 @@
+"""The unified dependence graph (UAR): statements, effects, dependences and their widths."""

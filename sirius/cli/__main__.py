@@ -1,0 +1,5 @@
+import sys
+
+from sirius.cli import main
+
+sys.exit(main())

@@ -1,0 +1,153 @@
+"""`sirius run PROGRAM.cu`: run a whole CUDA program on the CPU executor."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from sirius.cli.common import clang_flags, program_args
+from sirius.diagnostics import SiriusError
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("run", help="run a CUDA program on the CPU executor (GPU semantics)")
+    program_args(sp)
+    sp.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                    help="where to run (default cpu; gpu is reserved for the GPU backend)")
+    sp.add_argument("--seed", type=int, default=0, help="seed of the input data (default 0)")
+    sp.add_argument("--order", default="forward", metavar="O",
+                    help="order of blocks and of threads between barriers: forward (default), "
+                         "reverse or random:SEED")
+    sp.add_argument("--jobs", type=int, default=None,
+                    help="worker threads (default: all cores for --order forward, else 1)")
+    sp.add_argument("--check-bounds", action="store_true",
+                    help="stop at the first global access outside every allocation")
+    sp.add_argument("--opaque-trips", type=int, default=3, metavar="N",
+                    help="iterations of host loops whose trip count depends on data (default 3)")
+    sp.add_argument("--input", action="append", default=[], metavar="BUFFER=FILE.npy",
+                    help="use FILE.npy as the contents of device buffer BUFFER")
+    sp.add_argument("--save", metavar="OUT.npz",
+                    help="write every buffer's initial and final contents (NAME.in, NAME.out)")
+    sp.add_argument("--json", action="store_true", help="print the launches and checksums as JSON")
+    sp.set_defaults(func=_cmd_run)
+
+
+def _order(text: str) -> str:
+    kind, _, seed = text.partition(":")
+    if kind not in ("forward", "reverse", "random") or (kind == "random" and not seed.isdigit()) \
+            or (kind != "random" and seed):
+        raise SiriusError(f"--order {text}: expected forward, reverse or random:SEED")
+    return text
+
+
+def _inputs(items: list[str]) -> dict[str, np.ndarray]:
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise SiriusError(f"--input {item}: expected BUFFER=FILE.npy")
+        try:
+            out[name] = np.load(path)
+        except (OSError, ValueError) as e:
+            raise SiriusError(f"--input {item}: cannot read {path}: {e}") from e
+    return out
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from sirius.runtime.interpreter import run_program
+
+    if args.device == "gpu":
+        raise SiriusError("--device gpu is not available yet: the GPU backend is a later stage; "
+                          "run on the CPU executor (the default)")
+    order = _order(args.order)
+    flags = clang_flags(args)
+    progress, stop = _progress_bar(not args.json)
+    try:
+        result = run_program([Path(f) for f in args.files], entry=args.entry, arch=args.arch,
+                             flags=flags, seed=args.seed, order=order,
+                             inputs=_inputs(args.input), check_bounds=args.check_bounds,
+                             opaque_trips=args.opaque_trips, jobs=args.jobs,
+                             use_cache=not args.no_cache, progress=progress)
+    finally:
+        stop()
+    if args.save:
+        result.save(Path(args.save))
+    if args.json:
+        print(json.dumps(_document(result), indent=2))
+    else:
+        _print_table(result, args)
+    return 0
+
+
+def _document(r) -> dict:
+    return {
+        "device": r.device, "seed": r.seed, "order": r.order, "seconds": r.seconds,
+        "launches": [{"index": rec.index, "launch": rec.launch_index, "env": rec.env,
+                      **rec.stats.to_json()} for rec in r.launches],
+        "outputs": {name: {"checksum": r.checksum(name), "dtype": str(r.final[name].dtype),
+                           "elements": int(r.final[name].size),
+                           "sum": float(np.sum(r.final[name], dtype=np.float64))}
+                    for name in r.outputs()},
+        "notes": r.notes,
+    }
+
+
+def _print_table(r, args) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+        console = Console(width=160)
+    t = Table(title=f"{', '.join(args.files)} on the CPU executor (seed {r.seed}, "
+                    f"order {r.order})")
+    for col in ("#", "kernel", "grid", "block", "instructions", "global ld B", "global st B",
+                "shared ld B", "shared st B", "barriers", "ms"):
+        t.add_column(col, justify="left" if col == "kernel" else "right")
+    for rec in r.launches:
+        s = rec.stats
+        t.add_row(str(rec.index), s.kernel, "x".join(map(str, s.grid)),
+                  "x".join(map(str, s.block)), f"{s.instructions:,}",
+                  f"{s.global_load_bytes:,}", f"{s.global_store_bytes:,}",
+                  f"{s.shared_load_bytes:,}", f"{s.shared_store_bytes:,}", f"{s.barriers:,}",
+                  f"{s.seconds * 1e3:.2f}")
+    console.print(t)
+    o = Table(title="outputs")
+    for col in ("buffer", "dtype", "elements", "sum", "sha256[:12]"):
+        o.add_column(col)
+    for name in r.outputs():
+        a = r.final[name]
+        o.add_row(name, str(a.dtype), str(a.size), f"{np.sum(a, dtype=np.float64):.6g}",
+                  r.checksum(name))
+    console.print(o)
+    for note in r.notes:
+        console.print(f"note: {note}")
+    console.print(f"{len(r.launches)} launches in {r.seconds:.3f} s")
+
+
+def _progress_bar(enabled: bool):
+    """A progress callback that shows a bar on a terminal once a run has many launches."""
+    if not enabled or not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.progress import Progress
+
+    state: dict = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            if total < 20:
+                return
+            state["bar"] = Progress(transient=True, console=None)
+            state["bar"].start()
+            state["task"] = state["bar"].add_task("running launches", total=total)
+        state["bar"].update(state["task"], completed=done)
+
+    def stop() -> None:
+        if "bar" in state:
+            state["bar"].stop()
+
+    return update, stop

@@ -1,0 +1,41 @@
+"""`sirius verify PROGRAM.cu`: fuse, then run original and fused on the CPU executor and compare
+(docs/verify.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from sirius.cli.common import program_args
+from sirius.cli.fuse import fuse_from_args, fusion_args, progress, summary
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from sirius.verify.differential import verify_fused
+
+    say = progress(args.quiet)
+    res = fuse_from_args(args, say)
+    print(summary(res))
+    orders = tuple(args.order) if args.order else ("forward", "reverse", f"random:{args.seed}")
+    rep = verify_fused(res.original, res, seed=args.seed, orders=orders, progress=say,
+                       exact=args.exact)
+    if args.json:
+        print(json.dumps(rep.to_json(), indent=1))
+    else:
+        print(rep.render())
+    return 0 if rep.ok else 1
+
+
+
+def register(sub) -> None:
+    vp = sub.add_parser("verify", help="fuse, then run original and fused on the CPU executor "
+                                       "and compare every output (exit 1 on a mismatch)")
+    program_args(vp)
+    fusion_args(vp)
+    vp.add_argument("--seed", type=int, default=7, help="input seed (default 7)")
+    vp.add_argument("--order", action="append", metavar="ORDER",
+                    help="forward, reverse or random:S (repeatable; default: forward, reverse "
+                         "and random:SEED)")
+    vp.add_argument("--exact", action="store_true", help="demand bitwise equality")
+    vp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    vp.set_defaults(func=_cmd_verify)

@@ -1,0 +1,1 @@
+"""Code generation of fused kernels on LLVM IR (fragments, assembly, IR text)."""

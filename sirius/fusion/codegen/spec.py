@@ -1,0 +1,316 @@
+"""What the code generator is asked to build, and what it reports back (all frozen values).
+
+A `FusedKernelSpec` names a new kernel, its arrangement and its members. A `Member` is one
+original launch: the kernel, the launch shape it had, how its parameters map onto the fused
+kernel's parameters, whether a block barrier must precede it (vertical), and a `ThreadMap`
+saying which fused-kernel thread runs which of its (block, thread) instances:
+
+- `block` (the default): member block = the fused block's linear id (vertical) or its offset in
+  the member's block range (horizontal), delinearized in the member's grid; member thread = the
+  fused thread's linear id, delinearized in the member's block. Blocks past the member's grid
+  and threads past its block skip it. Works with barriers (counted ones when threads skip),
+  shared memory and warp operations (warps coincide).
+- `global`: the member's instances are aligned on the global linear thread id
+  (`block * fused_threads + thread`), the paper's "reshape the iteration domain" for launches of
+  different shapes. No barriers, shared memory or warp operations (a member block is spread
+  over fused blocks).
+- `custom`: six quasi-affine `Expr`s (bx, by, bz, tx, ty, tz of the member) over the variables
+  `block`, `thread` (linear ids, `block` relative to the member's range), `bx by bz tx ty tz`
+  (the fused kernel's own ids). This is what map re-indexing produces (evaluate a consumer in
+  its producer's threads); instances outside the member's grid/block skip it. Same restrictions
+  as `global` unless every fused thread of a running block runs it.
+
+`member_ids` gives the six expressions of any map, so a planner can build a custom map from a
+producer's ids (`e = (ids.by*16 + ids.ty)*64 + ids.bx*16 + ids.tx`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from math import prod
+
+from sirius.analysis.expr import Expr
+from sirius.analysis.host.model import Launch
+from sirius.diagnostics import SiriusError
+
+Dim3 = tuple[int, int, int]
+
+
+class CodegenError(SiriusError):
+    """A fused kernel cannot be generated as specified (the message names the fused kernel, the
+    member and the reason)."""
+
+
+IDS = ("bx", "by", "bz", "tx", "ty", "tz")
+THREAD_VARS = frozenset({"thread", "tx", "ty", "tz"})
+BLOCK_VARS = frozenset({"block", "bx", "by", "bz"})
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadMap:
+    kind: str = "block"  # block | global | custom
+    ids: tuple[Expr, ...] = ()  # custom: (bx, by, bz, tx, ty, tz) of the member
+
+    @staticmethod
+    def custom(bx: Expr | int = 0, by: Expr | int = 0, bz: Expr | int = 0, tx: Expr | int = 0,
+               ty: Expr | int = 0, tz: Expr | int = 0) -> ThreadMap:
+        return ThreadMap("custom", tuple(Expr.of(e) for e in (bx, by, bz, tx, ty, tz)))
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("block", "global", "custom"):
+            raise ValueError(f"unknown thread map {self.kind!r} (block, global or custom)")
+        if self.kind == "custom":
+            if len(self.ids) != 6:
+                raise ValueError("a custom thread map gives six expressions (bx..tz)")
+            bad = set().union(*(e.variables() for e in self.ids)) - THREAD_VARS - BLOCK_VARS
+            if bad:
+                raise ValueError(f"a custom thread map may use block, thread, bx..tz; not "
+                                 f"{', '.join(sorted(bad))}")
+
+    def to_json(self) -> dict | str:
+        if self.kind != "custom":
+            return self.kind
+        return {"custom": {n: e.to_json() for n, e in zip(IDS, self.ids, strict=True)}}
+
+
+BLOCK = ThreadMap("block")
+GLOBAL = ThreadMap("global")
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    kernel: str  # the kernel's (mangled) IR name
+    grid: Dim3
+    block: Dim3
+    smem: int = 0  # dynamic shared memory of the original launch, bytes
+    param_map: tuple[int, ...] | None = None  # member param i -> fused param index
+    barrier_before: bool = False  # vertical: a block barrier before this member
+    mapping: ThreadMap = BLOCK
+    blocks: int | None = None  # fused blocks this member needs (custom maps; else derived)
+
+    @property
+    def threads(self) -> int:
+        return prod(self.block)
+
+    def blocks_needed(self, fused_threads: int) -> int | None:
+        if self.blocks is not None:
+            return self.blocks
+        if self.mapping.kind == "block":
+            return prod(self.grid)
+        if self.mapping.kind == "global":
+            return -(-prod(self.grid) * self.threads // fused_threads)
+        return None
+
+    def to_json(self) -> dict:
+        out: dict = {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block)}
+        if self.smem:
+            out["smem"] = self.smem
+        if self.param_map is not None:
+            out["params"] = list(self.param_map)
+        if self.barrier_before:
+            out["barrier_before"] = True
+        if self.mapping.kind != "block":
+            out["map"] = self.mapping.to_json()
+        if self.blocks is not None:
+            out["blocks"] = self.blocks
+        return out
+
+    @staticmethod
+    def from_json(d: dict) -> Member:
+        m = d.get("map", "block")
+        if isinstance(m, dict):
+            mapping = ThreadMap.custom(**{k: _parse_expr(v) for k, v in m["custom"].items()})
+        else:
+            mapping = ThreadMap(m)
+        return Member(d["kernel"], _dim3(d["grid"]), _dim3(d["block"]), int(d.get("smem", 0)),
+                      tuple(d["params"]) if "params" in d else None,
+                      bool(d.get("barrier_before", False)), mapping, d.get("blocks"))
+
+
+@dataclass(frozen=True, slots=True)
+class FusedKernelSpec:
+    name: str
+    arrangement: str  # vertical | horizontal
+    members: tuple[Member, ...]
+    block: Dim3 | None = None  # default: (largest member block, 1, 1)
+    grid: Dim3 | None = None  # default: what the members need, 1-D
+    share_smem: bool | None = None  # overlay members' shared memory (default: horizontal)
+
+    def __post_init__(self) -> None:
+        if self.arrangement not in ("vertical", "horizontal"):
+            raise ValueError(f"unknown arrangement {self.arrangement!r} (vertical, horizontal)")
+        if not self.members:
+            raise ValueError(f"fused kernel {self.name} has no members")
+
+    def to_json(self) -> dict:
+        out: dict = {"name": self.name, "arrangement": self.arrangement,
+                     "members": [m.to_json() for m in self.members]}
+        if self.block is not None:
+            out["block"] = list(self.block)
+        if self.grid is not None:
+            out["grid"] = list(self.grid)
+        if self.share_smem is not None:
+            out["share_smem"] = self.share_smem
+        return out
+
+    @staticmethod
+    def from_json(d: dict) -> FusedKernelSpec:
+        return FusedKernelSpec(d["name"], d["arrangement"],
+                               tuple(Member.from_json(m) for m in d["members"]),
+                               _dim3(d["block"]) if "block" in d else None,
+                               _dim3(d["grid"]) if "grid" in d else None, d.get("share_smem"))
+
+
+@dataclass(frozen=True, slots=True)
+class FusedParam:
+    name: str
+    type: str  # LLVM type as the fused kernel declares it (with byval(...) when by value)
+    uses: tuple[tuple[int, int], ...]  # (member index, member param index)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a member landed: its fused block range, its guard, its barrier handling."""
+
+    member: int
+    fragment: str
+    first_block: int
+    blocks: int  # length of the block range (vertical: the whole grid)
+    threads: int | None  # fused threads per block running it (None: depends on the block)
+    barrier_id: int | None  # the counted barrier id its barriers became, when it has one
+    smem_offset: int  # its static shared arrays start here in the fused buffer
+    dyn_offset: int  # its dynamic shared memory starts here
+
+
+@dataclass(frozen=True, slots=True)
+class FusedKernel:
+    name: str
+    arrangement: str
+    grid: Dim3
+    block: Dim3
+    smem: int  # dynamic shared memory to launch with, bytes
+    static_smem: int  # bytes of the fused static shared buffer
+    params: tuple[FusedParam, ...]
+    placements: tuple[Placement, ...]
+    spec: FusedKernelSpec = field(repr=False)
+
+    def launch(self, launches: Sequence[Launch], loc=None) -> Launch:
+        """The host `Launch` of this kernel that replaces `launches` (one per member, in member
+        order): each fused argument is its members' argument, which must agree."""
+        if len(launches) != len(self.spec.members):
+            raise ValueError(f"{self.name} has {len(self.spec.members)} members, "
+                             f"{len(launches)} launches given")
+        args = []
+        for p in self.params:
+            vals = [launches[m].args[i] for m, i in p.uses]
+            if any(v != vals[0] for v in vals[1:]):
+                raise ValueError(f"fused parameter {p.name} of {self.name} receives different "
+                                 f"values: {vals}")
+            args.append(vals[0])
+        first = launches[0]
+        g, b = self.grid, self.block
+        return Launch(self.name, self.name, (Expr(g[0]), Expr(g[1]), Expr(g[2])),
+                      (Expr(b[0]), Expr(b[1]), Expr(b[2])), Expr(self.smem), tuple(args),
+                      loc if loc is not None else first.loc)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "arrangement": self.arrangement, "grid": list(self.grid),
+                "block": list(self.block), "smem": self.smem, "static_smem": self.static_smem,
+                "params": [{"name": p.name, "type": p.type, "uses": [list(u) for u in p.uses]}
+                           for p in self.params],
+                "members": [{"kernel": m.kernel, "fragment": pl.fragment,
+                             "first_block": pl.first_block, "blocks": pl.blocks,
+                             "threads": pl.threads, "barrier_id": pl.barrier_id}
+                            for m, pl in zip(self.spec.members, self.placements, strict=True)]}
+
+
+@dataclass(frozen=True, slots=True)
+class FusedModule:
+    text: str  # the whole device module: original kernels + fused kernels, optimized
+    kernels: tuple[FusedKernel, ...]
+    unoptimized: str = field(default="", repr=False)  # before the O3 pipeline
+
+    def kernel(self, name: str) -> FusedKernel:
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        raise KeyError(name)
+
+
+def _dim3(v: Sequence[int]) -> Dim3:
+    t = tuple(int(x) for x in v) + (1, 1, 1)
+    return (t[0], t[1], t[2])
+
+
+def _parse_expr(v: int | str) -> Expr:
+    """An Expr from its printed form (`4*thread + 16`, `floor((block)/2)`, `(thread mod 8)`)."""
+    if isinstance(v, int):
+        return Expr(v)
+    return _ExprParser(v).parse()
+
+
+class _ExprParser:
+    def __init__(self, text: str):
+        import re
+
+        self.toks = re.findall(r"\d+|[A-Za-z_]\w*|[-+*/()]", text)
+        self.i = 0
+
+    def peek(self) -> str | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self) -> str:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def parse(self) -> Expr:
+        e = self.sum()
+        if self.peek() is not None:
+            raise ValueError(f"unexpected {self.peek()!r} in expression")
+        return e
+
+    def sum(self) -> Expr:
+        e = self.term()
+        while self.peek() in ("+", "-"):
+            op = self.take()
+            t = self.term()
+            e = e + t if op == "+" else e - t
+        return e
+
+    def term(self) -> Expr:
+        e = self.factor()
+        while self.peek() in ("*", "mod"):
+            op = self.take()
+            f = self.factor()
+            if op == "mod":
+                e = e.mod(f.const)
+            else:
+                r = e.mul(f)
+                if r is None:
+                    raise ValueError("product of two non-constant expressions")
+                e = r
+        return e
+
+    def factor(self) -> Expr:
+        t = self.take()
+        if t == "-":
+            return -self.factor()
+        if t == "(":
+            e = self.sum()
+            self.take()
+            return e
+        if t == "floor":
+            self.take()  # (
+            num = self.sum()
+            if self.peek() == "/":
+                self.take()
+                d = self.factor()
+                self.take()  # )
+                return num.floordiv(d.const)
+            self.take()
+            return num
+        if t.isdigit():
+            return Expr(int(t))
+        return Expr.var(t)

@@ -1,0 +1,1 @@
+"""Fusion planning: regions, local and level fusion, alignment, storage splitting, wavefronts."""

@@ -1,0 +1,446 @@
+"""Wavefront rewrite of host loop nests (global fusion, P2/P3: the loop-nest part).
+
+A perfect nest of host loops `for l: for t: { launches }` (the LSTM of the paper: cell (l, t)
+needs (l, t-1) and (l-1, t)) runs its instances one after another, although the instances on an
+anti-diagonal `w = i + j` (i, j the iteration counts of the two outer loops) are independent.
+This pass rewrites such a nest into a loop over wavefronts ("stages") whose body launches every
+instance of the stage, so that a later planner step can fuse the launches of one stage
+horizontally (P3) while the stages stay ordered (P2).
+
+For each nest it
+
+1. collects the UAR statements of the body and the dependences among them;
+2. asks isl for a schedule of those statements (validity and proximity = the dependences) and
+   records it, with whether its outer band is permutable (for the report and the planner; the
+   decision below does not depend on it);
+3. checks the wavefront `w = i + j` with isl: every dependence must go from a wavefront to a
+   later one, or stay inside one instance (l, t) (then the body order, which the rewrite keeps,
+   orders it); a dependence between two different instances of one wavefront makes the rewrite
+   illegal and the nest is left alone, with the reason recorded;
+4. emits the stages: the short stages of the start (prologue) and of the end (epilogue) unrolled
+   into launches with constant arguments, the stages of equal size in between as a host `Loop`
+   over `w` whose body launches the stage's members with arguments affine in `w` ("loops stay
+   loops"). Each instance is emitted exactly once (checked before the nest is replaced).
+
+Dependences between the nest and statements outside it need no check: the rewritten nest stays
+where the original was and runs every instance, so whatever ran before (after) it still does.
+docs/fusion-wavefront.md has the details and an example.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from sirius.analysis import islutil
+from sirius.analysis.expr import Expr
+from sirius.analysis.host.model import (
+    Arg,
+    BufferArg,
+    DevRef,
+    HostProgram,
+    Launch,
+    Loop,
+    Op,
+    Rotating,
+    ScalarArg,
+)
+from sirius.analysis.uar.build import UAR
+from sirius.analysis.uar.dependences import Dependence
+from sirius.analysis.uar.effects import Statement
+from sirius.diagnostics import Location
+
+SCHEDULE_BUDGET = 500_000  # isl operations for computing one nest's schedule
+
+
+# records ---------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Wavefront:
+    """What the pass did with one loop nest (a loop whose body is exactly one loop)."""
+
+    loc: Location | None  # the outer loop's
+    path: tuple[int, ...]  # index of the outer loop in each enclosing body, outermost first
+    vars: tuple[str, ...]  # the two skewed loop variables, outer first
+    statements: tuple[str, ...] = ()  # UAR ids of the body's launches
+    schedule: str | None = None  # the isl schedule of the body statements, as a map
+    permutable: bool | None = None  # whether isl's outermost band is permutable
+    skew: str | None = None  # "w = l + t"
+    stages: tuple[int, ...] = ()  # instances (l, t) per stage, in stage order
+    launches: int | None = None  # launches the nest runs (before = after); None when
+    # an inner loop's trip count depends on a loop around the nest
+    launch_ops: tuple[int, int] = (0, 0)  # Launch ops in the program text, before and after
+    var: str | None = None  # the stage loop's variable
+    loop: tuple[int, int] | None = None  # stages [first, last] run by the stage loop
+    reason: str | None = None  # why the nest was left alone; None when rewritten
+
+    @property
+    def rewritten(self) -> bool:
+        return self.reason is None
+
+    def to_json(self) -> dict:
+        return {"loc": str(self.loc) if self.loc else None, "path": list(self.path),
+                "vars": list(self.vars), "statements": list(self.statements),
+                "schedule": self.schedule, "permutable": self.permutable, "skew": self.skew,
+                "stages": list(self.stages), "launches": self.launches,
+                "launch_ops": list(self.launch_ops), "var": self.var,
+                "loop": list(self.loop) if self.loop else None, "reason": self.reason}
+
+    def __str__(self) -> str:
+        head = f"{self.loc or '?'}: nest ({', '.join(self.vars)})"
+        if self.reason is not None:
+            return f"{head}: left alone: {self.reason}"
+        loop = (f"stages {self.loop[0]}..{self.loop[1]} as a loop over {self.var}"
+                if self.loop else "all stages unrolled")
+        return (f"{head}: {self.skew}; {self.launches} launches in {len(self.stages)} stages "
+                f"of {list(self.stages)}; {loop}; schedule {self.schedule}")
+
+
+@dataclass(frozen=True, slots=True)
+class WavefrontResult:
+    host: HostProgram  # the input itself when no nest was rewritten
+    nests: tuple[Wavefront, ...]  # every nest considered, in program order
+    # each launch the rewrite made -> the original instances it stands for
+    origins: dict[Launch, str] = field(default_factory=dict)
+
+    @property
+    def rewritten(self) -> tuple[Wavefront, ...]:
+        return tuple(n for n in self.nests if n.rewritten)
+
+    def provenance(self, launch: Launch) -> str | None:
+        """`S6[l = 1, t = w - 1] (lstm_cell.cu:166)` for a launch of the rewritten program that
+        the rewrite made, None for any other launch."""
+        return self.origins.get(launch)
+
+
+@dataclass(frozen=True, slots=True)
+class _Range:
+    """The iterations of a host loop with constant bounds: lo + step*i, i in [0, trips)."""
+
+    var: str
+    lo: int
+    step: int
+    trips: int
+
+    def at(self, i: Expr | int) -> Expr:
+        return Expr.of(i).scale(self.step) + self.lo
+
+    def index(self) -> str:
+        """The iteration count i as a function of the variable, as text."""
+        v, lo, s = self.var, self.lo, self.step
+        num = v if lo == 0 else f"({v} - {lo})" if s > 0 else f"({lo} - {v})"
+        if s < 0 and lo == 0:
+            num = f"-{v}"
+        return num if abs(s) == 1 else f"{num}/{abs(s)}"
+
+
+class _Refuse(Exception):
+    """A nest is left alone; the message says why."""
+
+
+# the pass --------------------------------------------------------------------------------------
+def wavefront_rewrite(host: HostProgram, uar: UAR, *, var: str = "w",
+                      min_loop_stages: int = 2) -> WavefrontResult:
+    """Rewrite every eligible host loop nest of `host` into wavefront stages (see the module
+    doc). `uar` must be built on `host` (its statements refer to the ops of `host`). Stages of
+    equal size become a loop when there are at least `min_loop_stages` of them."""
+    by_op = {id(st.op): st for st in uar.statements}
+    if any(id(op) not in by_op for op in host.launches()):
+        raise ValueError("the UAR was built for another host program")
+    used = {lp.var for lp in _loops(host.ops)}
+    name = next(n for n in (var, *(f"{var}{k}" for k in range(1, 1000))) if n not in used)
+    rw = _Rewriter(uar, by_op, name, min_loop_stages)
+    ops = rw.ops(host.ops, ())
+    new = host if ops is host.ops else dataclasses.replace(host, ops=ops)
+    return WavefrontResult(new, tuple(rw.records), rw.origins)
+
+
+class _Rewriter:
+    def __init__(self, uar: UAR, by_op: dict[int, Statement], var: str, min_loop_stages: int):
+        self.uar = uar
+        self.by_op = by_op
+        self.var = var
+        self.min_loop_stages = min_loop_stages
+        self.records: list[Wavefront] = []
+        self.origins: dict[Launch, str] = {}
+
+    def ops(self, ops: tuple[Op, ...], path: tuple[int, ...]) -> tuple[Op, ...]:
+        out: list[Op] = []
+        changed = False
+        for i, op in enumerate(ops):
+            if isinstance(op, Loop) and len(op.body) == 1 and isinstance(op.body[0], Loop):
+                record, new = self.nest(op, path + (i,))
+                self.records.append(record)
+                if new is not None:
+                    out.extend(new)
+                    changed = True
+                    continue
+            if isinstance(op, Loop):
+                body = self.ops(op.body, path + (i,))
+                if body is not op.body:
+                    op, changed = dataclasses.replace(op, body=body), True
+            out.append(op)
+        return tuple(out) if changed else ops
+
+    def nest(self, outer: Loop, path: tuple[int, ...]) -> tuple[Wavefront, tuple[Op, ...] | None]:
+        inner = outer.body[0]
+        assert isinstance(inner, Loop)
+        record = Wavefront(outer.loc, path, (outer.var, inner.var))
+        try:
+            ranges = (_range(outer), _range(inner))
+            if min(r.trips for r in ranges) < 2:
+                raise _Refuse("a loop of the nest runs fewer than 2 times: no two instances "
+                              "can share a wavefront")
+            _check_body(inner.body)
+            stmts = [self.by_op[id(op)] for op in _launches(inner.body)]
+            record = dataclasses.replace(record, statements=tuple(st.id for st in stmts))
+            depth = next(k for k, lp in enumerate(stmts[0].loops) if lp is outer)
+            deps = _restricted(self.uar.dependences, stmts, depth)
+            schedule, permutable = _schedule(stmts, [rel for _, rel in deps])
+            record = dataclasses.replace(record, schedule=schedule, permutable=permutable)
+            _check_legal(deps, depth, ranges)
+        except _Refuse as e:
+            return dataclasses.replace(record, reason=str(e)), None
+        rl, rt = ranges
+        stages = tuple(len(_members(w, rl.trips, rt.trips))
+                       for w in range(rl.trips + rt.trips - 1))
+        new, loop = self.emit(inner.body, ranges, outer.loc)
+        _check_instances(inner.body, ranges, new, self.var)
+        record = dataclasses.replace(
+            record, skew=f"{self.var} = {rl.index()} + {rt.index()}", stages=stages,
+            launches=_count_launches(inner.body, ranges),
+            launch_ops=(len(list(_launches(inner.body))), len(list(_launches(new)))),
+            var=self.var if loop else None, loop=loop)
+        return record, new
+
+    def emit(self, body: tuple[Op, ...], ranges: tuple[_Range, _Range], loc: Location | None
+             ) -> tuple[tuple[Op, ...], tuple[int, int] | None]:
+        rl, rt = ranges
+        nl, nt = rl.trips, rt.trips
+        last = nl + nt - 2
+        small, big = min(nl, nt), max(nl, nt)
+        steady = (small - 1, big - 1)  # the stages with `small` members
+
+        def stage(w: int) -> list[Op]:
+            return [self.place(op, {rl.var: rl.at(i), rt.var: rt.at(w - i)})
+                    for i in _members(w, nl, nt) for op in body]
+
+        if steady[1] - steady[0] + 1 < self.min_loop_stages:
+            return tuple(op for w in range(last + 1) for op in stage(w)), None
+        wv = Expr.var(self.var)
+        loop_body: list[Op] = []
+        for k in range(small):
+            # the k-th member of stage w, in increasing i
+            i, j = (Expr(k), wv - k) if nl <= nt else (wv - (nt - 1) + k, Expr(nt - 1 - k))
+            loop_body += [self.place(op, {rl.var: rl.at(i), rt.var: rt.at(j)}) for op in body]
+        loop = Loop(self.var, Expr(steady[0]), Expr(steady[1] + 1), 1, tuple(loop_body), loc)
+        ops = [op for w in range(steady[0]) for op in stage(w)]
+        ops.append(loop)
+        ops += [op for w in range(steady[1] + 1, last + 1) for op in stage(w)]
+        return tuple(ops), steady
+
+    def place(self, op: Op, env: dict[str, Expr]) -> Op:
+        """`op` of the nest's body with the skewed variables replaced; records the origin of
+        every launch it holds."""
+        new = _subst(op, env)
+        self._origins(op, new, env)
+        return new
+
+    def _origins(self, old: Op, new: Op, env: dict[str, Expr]) -> None:
+        if isinstance(old, Launch) and isinstance(new, Launch):
+            st = self.by_op[id(old)]
+            where = ", ".join(f"{v} = {env[v]}" if v in env else v for v in st.vars)
+            self.origins[new] = f"{st.id}[{where}] ({old.loc})"
+        elif isinstance(old, Loop) and isinstance(new, Loop):
+            for a, b in zip(old.body, new.body, strict=True):
+                self._origins(a, b, env)
+
+
+# eligibility -----------------------------------------------------------------------------------
+def _range(lp: Loop) -> _Range:
+    if lp.hi is None:
+        raise _Refuse(f"loop {lp.var} has a trip count unknown to the analysis")
+    if not (lp.lo.is_const and lp.hi.is_const):
+        raise _Refuse(f"the bounds of loop {lp.var} are not constant: [{lp.lo}, {lp.hi})")
+    lo, hi = lp.lo.const, lp.hi.const
+    return _Range(lp.var, lo, lp.step, len(range(lo, hi, lp.step)))
+
+
+def _check_body(ops: tuple[Op, ...]) -> None:
+    if not any(True for _ in _launches(ops)):
+        raise _Refuse("the body launches no kernel")
+    for op in ops:
+        if isinstance(op, Launch):
+            if any(isinstance(a, BufferArg) and isinstance(a.address, Rotating)
+                   for a in op.args):
+                raise _Refuse(f"launch {op.kernel} ({op.loc}) takes a rotating (ping-pong) "
+                              "address")
+        elif isinstance(op, Loop):
+            if op.hi is None:
+                raise _Refuse(f"inner loop {op.var} ({op.loc}) has an unknown trip count")
+            _check_body(op.body)
+        else:
+            kind = type(op).__name__.lower()
+            raise _Refuse(f"the body holds a {kind} ({op.loc}); only launches and loops of "
+                          "launches are rewritten")
+
+
+def _restricted(deps: Sequence[Dependence], stmts: list[Statement], depth: int
+                ) -> list[tuple[Dependence, isl.Map]]:
+    """The dependences among `stmts`, restricted to equal values of the `depth` loops around
+    the nest (those carried by an enclosing loop hold whatever the nest does)."""
+    ids = {st.id for st in stmts}
+    out = []
+    for d in deps:
+        if d.src in ids and d.dst in ids:
+            rel = d.relation.intersect(_relation(d.relation,
+                                                 [f"b{k} = a{k}" for k in range(depth)]))
+            if not rel.is_empty():
+                out.append((d, rel))
+    return out
+
+
+def _relation(like: isl.Map, constraints: list[str]) -> isl.Map:
+    """`{ S[a0, ..] -> S'[b0, ..] : constraints }` in the space of `like` (tuple names, sizes
+    and parameters)."""
+    params = islutil.param_names(like)
+    head = f"[{', '.join(params)}] -> " if params else ""
+    src = ", ".join(f"a{k}" for k in range(len(islutil.in_names(like))))
+    dst = ", ".join(f"b{k}" for k in range(len(islutil.out_names(like))))
+    cond = " and ".join(constraints) or "true"
+    return isl.Map(f"{head}{{ {like.get_tuple_name(isl.dim_type.in_)}[{src}] -> "
+                   f"{like.get_tuple_name(isl.dim_type.out)}[{dst}] : {cond} }}")
+
+
+def _schedule(stmts: list[Statement], rels: list[isl.Map]) -> tuple[str | None, bool | None]:
+    domain = isl.UnionSet.from_set(stmts[0].domain)
+    for st in stmts[1:]:
+        domain = domain.union(isl.UnionSet.from_set(st.domain))
+    validity = isl.UnionMap("{ }")
+    for rel in rels:
+        validity = validity.union(isl.UnionMap.from_map(rel))
+    sc = isl.ScheduleConstraints.on_domain(domain).set_validity(validity)
+    sched = islutil.bounded(SCHEDULE_BUDGET, sc.set_proximity(validity).compute_schedule, None)
+    if sched is None:
+        return None, None
+    node = sched.get_root()
+    while node.get_type() != isl.schedule_node_type.band and node.n_children() > 0:
+        node = node.child(0)
+    permutable = (bool(node.band_get_permutable())
+                  if node.get_type() == isl.schedule_node_type.band else None)
+    return str(sched.get_map()), permutable
+
+
+def _check_legal(deps: list[tuple[Dependence, isl.Map]], depth: int,
+                 ranges: tuple[_Range, _Range]) -> None:
+    """Refuse unless every dependence goes to a later wavefront or stays in one instance."""
+    rl, rt = ranges
+    # w(b) - w(a) = dl/step_l + dt/step_t; scaled by |step_l*step_t| > 0
+    cl = (1 if rl.step > 0 else -1) * abs(rt.step)
+    ct = (1 if rt.step > 0 else -1) * abs(rl.step)
+    dl, dt = f"(b{depth} - a{depth})", f"(b{depth + 1} - a{depth + 1})"
+    for d, rel in deps:
+        bad = _relation(rel, [f"{cl}*{dl} + {ct}*{dt} <= 0", f"({dl} != 0 or {dt} != 0)"])
+        hit = rel.intersect(bad)
+        if not hit.is_empty():
+            what = f"{d.kind} on {d.buffer}" if d.buffer else d.kind
+            raise _Refuse(f"dependence {d.src} -> {d.dst} ({what}) links two instances of one "
+                          f"wavefront ({rl.var} + {rt.var} does not increase), "
+                          f"e.g. {hit.sample()}")
+
+
+# emission --------------------------------------------------------------------------------------
+def _members(w: int, nl: int, nt: int) -> range:
+    """The iteration counts i of the outer loop in stage w (j = w - i)."""
+    return range(max(0, w - (nt - 1)), min(nl - 1, w) + 1)
+
+
+def _subst(op: Op, env: dict[str, Expr]) -> Op:
+    if isinstance(op, Launch):
+        return dataclasses.replace(
+            op, grid=tuple(e.substitute(env) for e in op.grid),  # type: ignore[arg-type]
+            block=tuple(e.substitute(env) for e in op.block),  # type: ignore[arg-type]
+            smem=op.smem.substitute(env), args=tuple(_subst_arg(a, env) for a in op.args))
+    if isinstance(op, Loop):
+        return dataclasses.replace(op, lo=op.lo.substitute(env),
+                                   hi=None if op.hi is None else op.hi.substitute(env),
+                                   body=tuple(_subst(o, env) for o in op.body))
+    raise AssertionError(f"unexpected op in a wavefront body: {op!r}")
+
+
+def _subst_arg(a: Arg, env: dict[str, Expr]) -> Arg:
+    if isinstance(a, BufferArg):
+        assert isinstance(a.address, DevRef)
+        return BufferArg(DevRef(a.address.buffer, a.address.offset.substitute(env)))
+    if isinstance(a, ScalarArg) and isinstance(a.value, Expr):
+        return ScalarArg(a.type, a.value.substitute(env))
+    return a
+
+
+def _check_instances(body: tuple[Op, ...], ranges: tuple[_Range, _Range],
+                     new: tuple[Op, ...], var: str) -> None:
+    """Every instance of the original nest appears exactly once in `new` (as the multiset of
+    the body ops with the loop variables replaced by their values)."""
+    rl, rt = ranges
+    want = Counter(_subst(op, {rl.var: rl.at(i), rt.var: rt.at(j)})
+                   for i in range(rl.trips) for j in range(rt.trips) for op in body)
+    got: Counter[Op] = Counter()
+    for op in new:
+        if isinstance(op, Loop) and op.var == var:
+            assert op.hi is not None
+            for w in range(op.lo.const, op.hi.const, op.step):
+                got.update(_subst(o, {var: Expr(w)}) for o in op.body)
+        else:
+            got[op] += 1
+    if got != want:
+        raise AssertionError(f"wavefront rewrite lost or duplicated instances of the nest at "
+                             f"{ranges}: {len(want)} expected, {sum(got.values())} emitted")
+
+
+# walking ---------------------------------------------------------------------------------------
+def _loops(ops: tuple[Op, ...]) -> Iterator[Loop]:
+    for op in ops:
+        if isinstance(op, Loop):
+            yield op
+            yield from _loops(op.body)
+
+
+def _launches(ops: tuple[Op, ...]) -> Iterator[Launch]:
+    for op in ops:
+        if isinstance(op, Launch):
+            yield op
+        elif isinstance(op, Loop):
+            yield from _launches(op.body)
+
+
+def _count_launches(body: tuple[Op, ...], ranges: tuple[_Range, _Range]) -> int | None:
+    """Launches the nest runs; None when an inner loop's trip count depends on a variable of an
+    enclosing loop."""
+    rl, rt = ranges
+
+    def count(ops: tuple[Op, ...]) -> int | None:
+        n = 0
+        for op in ops:
+            if isinstance(op, Loop):
+                if op.hi is None or not (op.lo.is_const and op.hi.is_const):
+                    return None
+                for v in range(op.lo.const, op.hi.const, op.step):
+                    k = count(tuple(_subst(o, {op.var: Expr(v)}) for o in op.body))
+                    if k is None:
+                        return None
+                    n += k
+            else:
+                n += 1
+        return n
+
+    total = 0
+    for i in range(rl.trips):
+        for j in range(rt.trips):
+            k = count(tuple(_subst(op, {rl.var: rl.at(i), rt.var: rt.at(j)}) for op in body))
+            if k is None:
+                return None
+            total += k
+    return total

@@ -1,0 +1,1 @@
+"""Differential verification: original vs fused on the CPU executor, same seeded inputs."""
