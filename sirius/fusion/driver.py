@@ -24,14 +24,14 @@ from sirius.analysis.uar.build import UAR, build_uar
 from sirius.backend import compile_ir, violations
 from sirius.backend.ptxas import KernelResources
 from sirius.fusion.codegen.emit import build
-from sirius.fusion.codegen.spec import (
+from sirius.fusion.plan.planner import Cluster, Group, Options, Planner, Region, launch_count
+from sirius.fusion.spec import (
     CodegenError,
     FusedKernel,
     FusedKernelSpec,
     FusedModule,
     Member,
 )
-from sirius.fusion.plan.planner import Cluster, Group, Options, Planner, Region, launch_count
 
 Progress = Callable[[str], None]
 

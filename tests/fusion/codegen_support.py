@@ -13,7 +13,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from sirius.analysis.host.model import HostProgram, Launch, Loop
-from sirius.fusion.codegen.spec import FusedModule, Member, ThreadMap
+from sirius.fusion.spec import FusedModule, Member, ThreadMap
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"

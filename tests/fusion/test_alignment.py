@@ -17,7 +17,6 @@ from sirius.analysis.expr import Expr
 from sirius.analysis.irview import build_view
 from sirius.analysis.uar.build import build_uar
 from sirius.fusion.codegen.emit import build
-from sirius.fusion.codegen.spec import GLOBAL, FusedKernelSpec, Member, ThreadMap
 from sirius.fusion.plan.alignment import (
     check_group,
     covers_exactly_once,
@@ -26,6 +25,7 @@ from sirius.fusion.plan.alignment import (
     reindex_map,
     reindex_member,
 )
+from sirius.fusion.spec import GLOBAL, FusedKernelSpec, Member, ThreadMap
 
 FUSED = (256, 1, 1)
 # matmul(A, B, C, m, n, k) bias_add(C, bias, m, n) act_tanh(C, out, total); the launches pass

@@ -26,7 +26,7 @@ from codegen_support import (
 
 from sirius.backend import check, compile_ir, violations
 from sirius.fusion.codegen.emit import build
-from sirius.fusion.codegen.spec import GLOBAL, FusedKernelSpec
+from sirius.fusion.spec import GLOBAL, FusedKernelSpec
 from sirius.runtime.device import KernelFault
 
 # The parameter maps below come from the kernels' signatures and the host code:

@@ -10,8 +10,8 @@ from codegen_support import PROGRAMS, check_same, corpus, fused_program, load, t
 from sirius.analysis.expr import Expr
 from sirius.analysis.irview import build_view
 from sirius.fusion.codegen.emit import CodegenError, build
-from sirius.fusion.codegen.spec import GLOBAL, FusedKernelSpec, Member, ThreadMap
-from sirius.fusion.plan.geometry import guard, member_ids, variable_ranges
+from sirius.fusion.geometry import guard, member_ids, variable_ranges
+from sirius.fusion.spec import GLOBAL, FusedKernelSpec, Member, ThreadMap
 
 
 def ids_at(ids, **env):

@@ -26,7 +26,7 @@ from sirius.analysis.host.model import (
     ScalarArg,
 )
 from sirius.fusion.codegen.emit import build
-from sirius.fusion.codegen.spec import GLOBAL, FusedKernelSpec
+from sirius.fusion.spec import GLOBAL, FusedKernelSpec
 from sirius.verify.differential import compare, observed, verify_fused
 
 N = 4096  # elements of every buffer of elementwise_chain.cu (16384 bytes of float)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from sirius.analysis.cfg import FunctionCFG, NaturalLoop
 from sirius.analysis.expr import Expr
 from sirius.analysis.host import cudaapi
-from sirius.analysis.host.cfg import FunctionCFG, NaturalLoop
 from sirius.analysis.host.loops import LoopShape, analyse_loop, carried_values
 from sirius.analysis.host.model import Buffer, DevRef, HostProgram, Loop, Op
 from sirius.analysis.host.ops import binary, cast, float_binary, icmp, shift_to_packed, truth

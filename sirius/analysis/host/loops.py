@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sirius.analysis.cfg import NaturalLoop
 from sirius.analysis.expr import Expr
-from sirius.analysis.host.cfg import NaturalLoop
 from sirius.analysis.host.model import DevRef, Rotating
 from sirius.analysis.host.ops import compare_ints
 from sirius.analysis.host.values import AV, DevPtr, HostPtr, Int, Unknown, int_bits, offset_addr

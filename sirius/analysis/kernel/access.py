@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import islpy as isl
 
 from sirius.analysis import islutil
+from sirius.analysis.cfg import FunctionCFG
 from sirius.analysis.expr import Expr
-from sirius.analysis.host.cfg import FunctionCFG
 from sirius.analysis.irtypes import TypeParseError, type_size
 from sirius.analysis.irview import Block, Function, Instr, ModuleView
 from sirius.analysis.kernel.affine import (

@@ -2,7 +2,7 @@
 
 Works on one print of the module that already holds the fragments (step 1, in
 `codegen/fragment.py`). For each spec: the fused block and grid, each member's block range,
-id expressions and guard (`plan/geometry.py`), its counted-barrier id when it runs on part
+id expressions and guard (`fusion/geometry.py`), its counted-barrier id when it runs on part
 of a block, its shared-memory offsets, the fused parameter list; then each fragment's sreg
 reads, barriers and shared arrays are rewritten and the kernel that calls the fragments is
 written. `run()` returns the module text with all of it spliced in.
@@ -21,16 +21,7 @@ from sirius.analysis.irview import ModuleView
 from sirius.fusion.codegen import fragment as frag
 from sirius.fusion.codegen import irtext
 from sirius.fusion.codegen.irwriter import Writer
-from sirius.fusion.codegen.spec import (
-    CodegenError,
-    Dim3,
-    FusedKernel,
-    FusedKernelSpec,
-    FusedParam,
-    Member,
-    Placement,
-)
-from sirius.fusion.plan.geometry import (
+from sirius.fusion.geometry import (
     EmptyMember,
     Guard,
     active_threads,
@@ -38,6 +29,15 @@ from sirius.fusion.plan.geometry import (
     member_ids,
     variable_ranges,
     whole_warps,
+)
+from sirius.fusion.spec import (
+    CodegenError,
+    Dim3,
+    FusedKernel,
+    FusedKernelSpec,
+    FusedParam,
+    Member,
+    Placement,
 )
 
 MAX_BARRIER_ID = 15

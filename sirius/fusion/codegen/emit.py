@@ -1,7 +1,7 @@
 """Code generation of fused kernels on LLVM IR: `build(device_ir, specs) -> FusedModule`.
 
     from sirius.fusion.codegen.emit import build
-    from sirius.fusion.codegen.spec import FusedKernelSpec, Member, GLOBAL
+    from sirius.fusion.spec import FusedKernelSpec, Member, GLOBAL
     spec = FusedKernelSpec("chain", "vertical", (
         Member("_Z5scalePKfPffi", grid=(32, 1, 1), block=(128, 1, 1), param_map=(0, 1, 2, 3),
                mapping=GLOBAL),
@@ -13,13 +13,13 @@
     k.launch([launch_scale, launch_relu])   # the host Launch that replaces the two
 
 The spec types (`FusedKernelSpec`, `Member`, `ThreadMap`) are documented in
-`sirius.fusion.codegen.spec`, and the whole design in docs/fusion-codegen.md. In short:
+`sirius.fusion.spec`, and the whole design in docs/fusion-codegen.md. In short:
 
 - every member becomes an internal *fragment*: a copy of its kernel taking its thread/block ids
   and dims as twelve named i32 parameters (`%__sirius.tid.x` .. `%__sirius.nctaid.z`) instead
   of reading `llvm.nvvm.read.ptx.sreg.*`; callees are inlined into it first;
 - the fused kernel (ptx_kernel, `"nvvm.maxntid"` = its block size) computes for each member the
-  ids of the instance the running thread executes (`sirius.fusion.plan.geometry`), guards the call
+  ids of the instance the running thread executes (`sirius.fusion.geometry`), guards the call
   with the checks that can fail, and calls the fragment: VERTICAL = every member in turn in the
   same thread (a block barrier before a member that asks for one); HORIZONTAL = consecutive
   block ranges of the fused grid, each running one member with its block id offset;
@@ -57,7 +57,7 @@ from sirius.backend.ptx import optimize, ptx_version_for, target_machine
 from sirius.diagnostics import SiriusError
 from sirius.fusion.codegen.assemble import Assembler
 from sirius.fusion.codegen.fragment import make_fragments
-from sirius.fusion.codegen.spec import CodegenError, FusedKernelSpec, FusedModule
+from sirius.fusion.spec import CodegenError, FusedKernelSpec, FusedModule
 
 __all__ = ["CodegenError", "FuseKernels", "build", "main"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from sirius.analysis.irview import Function, ModuleView
 from sirius.fusion.codegen import irtext
-from sirius.fusion.codegen.spec import CodegenError, FusedKernelSpec
+from sirius.fusion.spec import CodegenError, FusedKernelSpec
 
 SREG_KINDS = ("tid", "ctaid", "ntid", "nctaid")
 ID_PARAMS = tuple(f"__sirius.{k}.{a}" for k in SREG_KINDS for a in "xyz")

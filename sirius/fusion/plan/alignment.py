@@ -38,8 +38,8 @@ import numpy as np
 from sirius.analysis import islutil
 from sirius.analysis.expr import Expr, FloorDiv, Mod
 from sirius.analysis.uar.dependences import Dependence
-from sirius.fusion.codegen.spec import IDS, Dim3, Member, ThreadMap
-from sirius.fusion.plan.geometry import delinearize, member_ids
+from sirius.fusion.geometry import delinearize, member_ids
+from sirius.fusion.spec import IDS, Dim3, Member, ThreadMap
 
 BUDGET = 2_000_000  # isl operations for one question (a few seconds at most)
 ENUMERATE = 1 << 24  # coverage by evaluating every fused thread up to this many

@@ -41,8 +41,8 @@ from sirius.analysis.uar.build import UAR
 from sirius.analysis.uar.dependences import Dependence
 from sirius.analysis.uar.widths import Width
 from sirius.backend.limits import limits_for
-from sirius.fusion.codegen.spec import BLOCK, GLOBAL, Dim3, Member, ThreadMap
-from sirius.fusion.plan.geometry import delinearize, member_ids
+from sirius.fusion.geometry import delinearize, member_ids
+from sirius.fusion.spec import BLOCK, GLOBAL, Dim3, Member, ThreadMap
 
 ARRANGEMENTS = ("vertical", "horizontal", "auto")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from math import prod
 
 from sirius.analysis.expr import Expr
-from sirius.fusion.codegen.spec import BLOCK_VARS, THREAD_VARS, Dim3, Member
+from sirius.fusion.spec import BLOCK_VARS, THREAD_VARS, Dim3, Member
 
 _T = Expr.var("thread")
 _B = Expr.var("block")
