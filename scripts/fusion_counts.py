@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from sirius.fusion.driver import fuse
     from sirius.fusion.plan.planner import Options
+    from sirius.pipeline import fuse
     from sirius.verify.differential import ORDERS, verify_fused
 
     ap = argparse.ArgumentParser()

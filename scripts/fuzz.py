@@ -7,7 +7,7 @@ Program i uses generator seed S + i (and the executor's input seed S + i). Every
 the one command that reproduces it: `python scripts/fuzz.py --seed S+i --count 1`. Exit status 1
 when any program failed.
 
-`--fuse`: each program is fused (`sirius.fusion.driver.fuse`, arrangement auto / vertical /
+`--fuse`: each program is fused (`sirius.pipeline.fuse`, arrangement auto / vertical /
 horizontal by seed % 3 unless `--arrangement` names one) and checked by
 tests/randprog/fuse_check.py: the fused program against the original under the forward, reverse
 and random:<seed> orders (`verify_fused`), and the fused outputs against the numpy reference.

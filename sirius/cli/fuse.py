@@ -29,7 +29,7 @@ def _options(args: argparse.Namespace) -> Options:
 
 
 def fuse_from_args(args: argparse.Namespace, say):
-    from sirius.fusion.driver import fuse
+    from sirius.pipeline import fuse
 
     flags = clang_flags(args)
     return fuse([Path(f) for f in args.files], _options(args), entry=args.entry, flags=flags,

@@ -1,6 +1,6 @@
-"""The fusion pipeline, front to back: `fuse(files, options) -> FuseResult` (docs/fusion.md).
+"""The fusion stages of the pipeline (sirius/pipeline.py runs them; docs/fusion.md):
 
-analyse (host model, kernels) -> UAR -> false-dependence splitting (storage.py) -> wavefronts
+kernel summaries -> UAR -> false-dependence splitting (storage.py) -> wavefronts
 of host loop nests (wavefront.py) -> planner (local + level fusion, planner.py) -> code
 generation (codegen/emit.py, vertical clusters first, then horizontal kernels whose members
 may be those clusters) -> PTX and ptxas resources for the target (sirius.backend); a fused kernel
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
 from sirius.analysis.irview import build_view
+from sirius.analysis.kernel.access import KernelAnalyzer
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.analysis.uar.build import UAR, build_uar
 from sirius.backend import compile_ir, violations
@@ -93,24 +94,44 @@ def _noop(_: str) -> None:
     pass
 
 
-def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: str = "main",
-         flags: Sequence[str] | None = None, use_cache: bool = True,
-         progress: Progress = _noop) -> FuseResult:
-    from sirius.analysis.kernel.access import KernelAnalyzer
-    from sirius.analysis.program import analyse
+@dataclass(frozen=True)
+class Analysed:
+    """A program up to its UAR: what the fusion planner starts from."""
 
-    options = options or Options()
-    paths = tuple(Path(f) for f in files)
+    original: Original
+    view: object  # ModuleView of the device module
+    analyzer: KernelAnalyzer  # kernel summaries, computed once per launch configuration
+    uar: UAR
+
+
+def kernel_summaries_and_uar(original: Original) -> Analysed:
+    """Kernel summaries (isl access relations) and the UAR over every launch, copy and sync."""
+    view = build_view(original.program.device_module)
+    analyzer = KernelAnalyzer(view, list(original.kernels))
+    uar = build_uar(view, list(original.kernels), original.host, analyzer)
+    return Analysed(original, view, analyzer, uar)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The fusion plan: the host program after storage splitting and wavefront rewriting, its
+    UAR, and the regions with their clusters and groups."""
+
+    analysed: Analysed
+    options: Options
+    host: HostProgram
+    uar: UAR
+    regions: list[Region]
+    storage: object | None
+    wavefront: object | None
+    seconds: dict[str, float]
+
+
+def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Plan:
+    """Storage splitting, wavefronts of host loop nests, then local and level fusion."""
+    kernels = list(a.original.kernels)
+    host, uar = a.original.host, a.uar
     secs: dict[str, float] = {}
-    t = time.perf_counter()
-    progress(f"analysing {', '.join(str(p) for p in paths)} for {options.arch}")
-    program, kernels, host0 = analyse(list(paths), entry, options.arch, list(flags or ()),
-                                      use_cache)
-    view = build_view(program.device_module)
-    analyzer = KernelAnalyzer(view, kernels)
-    uar = build_uar(view, kernels, host0, analyzer)
-    secs["analysis"] = time.perf_counter() - t
-    host = host0
     storage = wave = None
     if options.split_storage:
         from sirius.fusion.plan.storage import split_storage
@@ -121,7 +142,7 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
             progress(f"storage: {len(storage.splits)} buffer(s) split, "
                      f"+{storage.extra_bytes} B")
             host = storage.host
-            uar = build_uar(view, kernels, host, analyzer)
+            uar = build_uar(a.view, kernels, host, a.analyzer)
         secs["storage"] = time.perf_counter() - t
     if options.wavefront:
         from sirius.fusion.plan.wavefront import wavefront_rewrite
@@ -131,15 +152,23 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
         if wave.host is not host:
             progress("wavefront: host loop nest(s) skewed")
             host = wave.host
-            uar = build_uar(view, kernels, host, analyzer)
+            uar = build_uar(a.view, kernels, host, a.analyzer)
         secs["wavefront"] = time.perf_counter() - t
     t = time.perf_counter()
     progress(f"planning ({options.arrangement} arrangement)")
     regions = Planner(host, uar, kernels, options).plan()
     secs["planning"] = time.perf_counter() - t
-    result = FuseResult(paths, options, Original(program, tuple(kernels), host0), host, uar,
-                        host, program.device_ir, regions, [], [], storage, wave, seconds=secs)
-    _generate(result, kernels, progress)
+    return Plan(a, options, host, uar, regions, storage, wave, secs)
+
+
+def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop) -> FuseResult:
+    """Fused kernels on LLVM IR, post-fusion passes, PTX and ptxas; a fused kernel that cannot be
+    generated or breaks a resource limit is undone and the module built again."""
+    original = plan.analysed.original
+    result = FuseResult(tuple(paths), plan.options, original, plan.host, plan.uar, plan.host,
+                        original.program.device_ir, plan.regions, [], [], plan.storage,
+                        plan.wavefront, seconds=dict(plan.seconds))
+    _generate(result, original.kernels, progress)
     return result
 
 

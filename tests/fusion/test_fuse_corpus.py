@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from sirius.backend import compile_ir, violations
-from sirius.fusion.driver import FuseResult, fuse
+from sirius.fusion.driver import FuseResult
 from sirius.fusion.plan.planner import Options
+from sirius.pipeline import fuse
 from sirius.verify.differential import verify_fused
 from tests.helpers import ROOT, run_cli
 

@@ -3,7 +3,7 @@ test_fuse_random.py and `scripts/fuzz.py --fuse` do for each program.
 
     out = fuse_and_verify(seed_or_program, arrangement="auto", workdir=tmp_path)
 
-1. The program is written to `workdir` and fused (`sirius.fusion.driver.fuse`).
+1. The program is written to `workdir` and fused (`sirius.pipeline.fuse`).
 2. Differential: `verify_fused` runs the original once (forward order) and the fused program
    under the forward, reverse and random:<seed> block/thread orders (bounds checked), and
    compares the observable buffers.
@@ -155,8 +155,8 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     """Write, fuse and check one program (see the module docstring). `arrangement` None picks
     `arrangement_for(seed)` (auto for a drawn program); `input_seed` (default: the generator
     seed, or 1) seeds the executor's inputs and the random order."""
-    from sirius.fusion.driver import fuse
     from sirius.fusion.plan.planner import Options
+    from sirius.pipeline import fuse
     from sirius.verify.differential import verify_fused
 
     t0 = time.perf_counter()

@@ -73,8 +73,8 @@ def test_dynamic_shared_memory_reduction_fused(tmp_path) -> None:
     prog = generate(163)
     out = fuse_and_verify(prog, "vertical", tmp_path)
     assert "extern __shared__" in out.path.read_text()
-    from sirius.fusion.driver import fuse
     from sirius.fusion.plan.planner import Options
+    from sirius.pipeline import fuse
 
     res = fuse([out.path], Options(arrangement="vertical"), use_cache=True)
     dyn = [r for r in res.fused if any("k7_reduce" in n.label() for n in r.nodes)]
@@ -90,8 +90,8 @@ def test_fusion_happens(tmp_path, tmp_path_factory) -> None:
     fifth of the programs. The counts come from the runs above where this process or another
     xdist worker recorded them, else from fusing the program here (no verification; a seed
     whose fusion crashes is left out: its own test fails)."""
-    from sirius.fusion.driver import fuse
     from sirius.fusion.plan.planner import Options
+    from sirius.pipeline import fuse
 
     counts = []
     for seed in SEEDS:
@@ -121,8 +121,8 @@ def test_checks_catch_a_dropped_launch(tmp_path) -> None:
     from dataclasses import replace
 
     from sirius.analysis.host.model import Launch
-    from sirius.fusion.driver import fuse
     from sirius.fusion.plan.planner import Options
+    from sirius.pipeline import fuse
     from sirius.verify.differential import verify_fused
 
     prog = generate(3)
