@@ -13,6 +13,7 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check sirius tests
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -q -n 2
 
 bench: setup

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sirius import __version__
+from sirius._version import __version__
 from sirius.analysis.host.extract import extract_host_program
 from sirius.analysis.irview import build_view
 from sirius.analysis.kernel.facts import kernel_infos, kernel_to_json

@@ -10,7 +10,7 @@ import os
 import sys
 import traceback
 
-from sirius import __version__
+from sirius._version import __version__
 from sirius.diagnostics import SiriusError
 
 COMMANDS = ("inspect", "compile", "analyze", "run", "import_tvm", "fuse", "verify")

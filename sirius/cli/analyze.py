@@ -52,7 +52,7 @@ def _dep_json(d: Dependence) -> dict:
 
 def document(uar: UAR, files: list[Path]) -> dict:
     """The `sirius analyze --json` document (docs/analyze.md is its schema)."""
-    from sirius import __version__
+    from sirius._version import __version__
 
     exact, total = uar.exactness()
     return {

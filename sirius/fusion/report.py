@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sirius import __version__
+from sirius._version import __version__
 from sirius.analysis.host.model import Launch
 from sirius.analysis.uar.build import UAR
 from sirius.analysis.uar.widths import Width
