@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from sirius.cli.common import program_args
 from sirius.cli.fuse import fuse_from_args, fusion_args, progress, summary
@@ -15,7 +16,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
     say = progress(args.quiet)
     res = fuse_from_args(args, say)
-    print(summary(res))
+    print(summary(res), file=sys.stderr if args.json else sys.stdout)
     orders = tuple(args.order) if args.order else ("forward", "reverse", f"random:{args.seed}")
     rep = verify_fused(res.original, res, seed=args.seed, orders=orders, progress=say,
                        exact=args.exact)
