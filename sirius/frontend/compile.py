@@ -1,6 +1,7 @@
 """Compile `.cu` files to device and host LLVM IR with clang-22, with an on-disk cache.
 
-The cache key is a hash of the toolchain, the flags, and every input file's path and content.
+The cache key is a hash of the toolchain, the flags and every input file's content (and its
+path only when it has quoted #includes, which are looked up next to it).
 clang's dependency list (-MMD) is stored with the entry, and a hit is only taken when every user
 header it names still has the content it had, so editing an included header recompiles.
 """
@@ -122,14 +123,19 @@ class _Cache:
 def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
                  use_cache: bool) -> tuple[str, str, bool]:
     dflags, hflags = device_flags(tc, arch), host_flags(tc, arch)
+    source = src.read_bytes()
+    # The file's path is in the key only when it matters: a quoted #include is looked up next to
+    # the file. Otherwise the same program anywhere (a test's temporary directory) is one entry,
+    # and the path recorded in the IR's debug info is put back on a hit.
+    where = str(src.resolve()) if _QUOTED_INCLUDE.search(source) else ""
     h = hashlib.sha256()
-    for part in (tc.fingerprint(), arch, *dflags, "|", *hflags, "|", *extra, str(src.resolve())):
+    for part in (tc.fingerprint(), arch, *dflags, "|", *hflags, "|", *extra, where):
         h.update(part.encode() + b"\0")
-    h.update(src.read_bytes())
+    h.update(source)
     key = h.hexdigest()[:32]
     cache = _Cache(cache_root())
     if use_cache and (hit := cache.lookup(key)) is not None:
-        return hit[0], hit[1], True
+        return _localised(hit[0], src), _localised(hit[1], src), True
     with tempfile.TemporaryDirectory(prefix="sirius-cc-") as tmpd:
         tmp = Path(tmpd)
         _run_clang(tc, dflags, src, tmp / "device.ll", tmp / "device.d", extra)
@@ -140,8 +146,31 @@ def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
             deps.update(_parse_depfile((tmp / d).read_text()))
     deps = {str(Path(d).resolve()) for d in deps} - {str(src.resolve())}
     if use_cache:
-        cache.store(key, device, host, sorted(deps))
+        cache.store(key, _placeheld(device, src), _placeheld(host, src), sorted(deps))
     return device, host, False
+
+
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"', re.M)
+_SRC, _CWD = "@@sirius-source@@", "@@sirius-cwd@@"
+
+
+def _placeheld(ir: str, src: Path) -> str:
+    """The IR with the source path and working directory (as debug info records them) replaced
+    by placeholders, for the cache."""
+    return _swap(ir, (str(src), _SRC), (str(Path.cwd()), _CWD))
+
+
+def _localised(ir: str, src: Path) -> str:
+    """A cached IR text with this compile's source path and working directory put back."""
+    return _swap(ir, (_SRC, str(src)), (_CWD, str(Path.cwd())))
+
+
+def _swap(ir: str, src: tuple[str, str], cwd: tuple[str, str]) -> str:
+    """Replace the source path where debug info and the module header quote it, and the working
+    directory where DIFile records it."""
+    (a, b), (c, d) = src, cwd
+    return (ir.replace(f'"{a}"', f'"{b}"').replace(f"; ModuleID = '{a}'", f"; ModuleID = '{b}'")
+            .replace(f'directory: "{c}"', f'directory: "{d}"'))
 
 
 def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
