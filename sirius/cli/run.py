@@ -30,6 +30,9 @@ def register(sub) -> None:
                     help="iterations of host loops whose trip count depends on data (default 3)")
     sp.add_argument("--input", action="append", default=[], metavar="BUFFER=FILE.npy",
                     help="use FILE.npy as the contents of device buffer BUFFER")
+    sp.add_argument("--inputs", metavar="FILE.npz",
+                    help="use every array of FILE.npz as the contents of the device buffer of "
+                         "its name (e.g. a TVM reference file from sirius import-tvm)")
     sp.add_argument("--save", metavar="OUT.npz",
                     help="write every buffer's initial and final contents (NAME.in, NAME.out)")
     sp.add_argument("--json", action="store_true", help="print the launches and checksums as JSON")
@@ -44,8 +47,14 @@ def _order(text: str) -> str:
     return text
 
 
-def _inputs(items: list[str]) -> dict[str, np.ndarray]:
+def _inputs(items: list[str], npz: str | None = None) -> dict[str, np.ndarray]:
     out = {}
+    if npz:
+        try:
+            with np.load(npz) as z:
+                out.update({k: z[k] for k in z.files})
+        except (OSError, ValueError) as e:
+            raise SiriusError(f"--inputs {npz}: cannot read it as a .npz file: {e}") from e
     for item in items:
         name, sep, path = item.partition("=")
         if not sep:
@@ -64,12 +73,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise SiriusError("--device gpu is not available yet: the GPU backend is a later stage; "
                           "run on the CPU executor (the default)")
     order = _order(args.order)
+    inputs = _inputs(args.input, args.inputs)
     flags = clang_flags(args)
     progress, stop = _progress_bar(not args.json)
     try:
         result = run_program([Path(f) for f in args.files], entry=args.entry, arch=args.arch,
                              flags=flags, seed=args.seed, order=order,
-                             inputs=_inputs(args.input), check_bounds=args.check_bounds,
+                             inputs=inputs, check_bounds=args.check_bounds,
                              opaque_trips=args.opaque_trips, jobs=args.jobs,
                              use_cache=not args.no_cache, progress=progress)
     finally:

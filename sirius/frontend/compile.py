@@ -61,6 +61,9 @@ def _run_clang(tc: Toolchain, flags: list[str], src: Path, out: Path, depfile: P
 
 
 def _frontend_error(src: Path, stderr: str) -> FrontendError:
+    if m := re.search(r"unsupported CUDA gpu architecture: (\S+)", stderr):
+        return FrontendError(f"--arch {m[1]}: clang-22 does not compile for this GPU "
+                             "architecture (use e.g. sm_80, sm_90)", None)
     first = _DIAG_RE.search(stderr)
     notes: list[str] = []
     if first:
