@@ -11,6 +11,7 @@ starts from these three values.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sirius._version import __version__
@@ -52,11 +53,16 @@ def document(paths: list[Path], arch: str, kernels, host_program) -> dict:
 
 
 def analyze(files: list[Path], entry: str = "main", arch: str = "sm_80",
-            flags: list[str] | None = None, use_cache: bool = True) -> UAR:
+            flags: list[str] | None = None, use_cache: bool = True,
+            progress: Callable[[str], None] = lambda _: None) -> UAR:
     """Compile, extract the host model and build the UAR of a program."""
     t0 = time.perf_counter()
+    progress(f"compiling and extracting the host model of {', '.join(map(str, files))}")
     program, kernels, host_program = analyse(files, entry, arch, flags, use_cache)
     t1 = time.perf_counter()
+    n, k = len(host_program.launches()), len(kernels)
+    progress(f"kernel summaries and dependences: {n} launch site{'s' * (n != 1)}, "
+             f"{k} kernel{'s' * (k != 1)}")
     uar = build_uar(build_view(program.device_module), kernels, host_program)
     uar.seconds["frontend"] = t1 - t0
     uar.seconds["total"] = time.perf_counter() - t0

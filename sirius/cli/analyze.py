@@ -10,7 +10,7 @@ from sirius.analysis.host.render import op_lines
 from sirius.analysis.program import analyze
 from sirius.analysis.uar.build import UAR, Dependence
 from sirius.analysis.uar.effects import Statement
-from sirius.cli.common import clang_flags, program_args
+from sirius.cli.common import Reporter, clang_flags, program_args
 
 EDGE_STYLE = {  # Graphviz attributes per width; CTRL edges are dotted grey
     "THREAD": 'color="forestgreen", style="solid"',
@@ -151,7 +151,9 @@ def render_dot(uar: UAR) -> str:
 def _cmd_analyze(args: argparse.Namespace) -> int:
     flags = clang_flags(args)
     files = [Path(f) for f in args.files]
-    uar = analyze(files, args.entry, args.arch, flags, not args.no_cache)
+    say = Reporter(args.quiet)
+    uar = analyze(files, args.entry, args.arch, flags, not args.no_cache, progress=say)
+    say.done()
     if args.dot:
         Path(args.dot).write_text(render_dot(uar))
     if args.json:

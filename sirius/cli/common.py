@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+import time
 
 
 def program_args(sp: argparse.ArgumentParser) -> None:
@@ -18,6 +20,8 @@ def program_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("-Xclang", "--clang-flag", dest="clang_flags", action="append", default=[],
                     metavar="ARG", help="pass ARG to clang (repeatable)")
     sp.add_argument("--no-cache", action="store_true", help="recompile, ignore the IR cache")
+    sp.add_argument("-q", "--quiet", action="store_true",
+                    help="no progress on stderr (results and errors still print)")
 
 
 def clang_flags(args: argparse.Namespace) -> list[str]:
@@ -30,3 +34,38 @@ def arch(text: str) -> str:
     if not re.fullmatch(r"sm_\d{2,3}[af]?", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a GPU architecture (e.g. sm_80, sm_90)")
     return text
+
+
+class Reporter:
+    """Progress on stderr. On a terminal a live status line (spinner, elapsed time, the current
+    stage) above which each stage stays printed; otherwise plain `[  1.2 s] stage` lines.
+    `-q` silences it; `done()` prints the total time."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.start = time.perf_counter()
+        self.status = None
+        if not quiet and sys.stderr.isatty():
+            from rich.console import Console
+
+            self.console = Console(stderr=True)
+            self.status = self.console.status("")
+            self.status.start()
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        line = f"[{time.perf_counter() - self.start:6.1f} s] {message}"
+        if self.status is not None:
+            self.console.print(line, highlight=False, markup=False)
+            self.status.update(message)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def done(self, what: str = "done") -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+        if not self.quiet:
+            print(f"{what} in {time.perf_counter() - self.start:.1f} s", file=sys.stderr,
+                  flush=True)

@@ -6,21 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
-from sirius.cli.common import clang_flags, program_args
+from sirius.cli.common import Reporter, clang_flags, program_args
 from sirius.fusion.plan.planner import ARRANGEMENTS, Options
 
 
-def progress(quiet: bool):
-    start = time.perf_counter()
-
-    def say(msg: str) -> None:
-        if not quiet:
-            print(f"[{time.perf_counter() - start:6.1f} s] {msg}", file=sys.stderr, flush=True)
-
-    return say
+def progress(quiet: bool) -> Reporter:
+    return Reporter(quiet)
 
 
 def _options(args: argparse.Namespace) -> Options:
@@ -57,6 +50,7 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
     if args.output is not None:
         for p in write_outputs(res, Path(args.output)):
             say(f"wrote {p}")
+    say.done()
     if args.json:
         print(json.dumps(plan_json(res), indent=1))
     else:
@@ -73,7 +67,6 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
                          "splitting)")
     sp.add_argument("--no-wavefront", action="store_true",
                     help="do not skew host loop nests into wavefronts")
-    sp.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
 
 
 def register(sub) -> None:

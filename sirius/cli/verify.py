@@ -20,6 +20,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     orders = tuple(args.order) if args.order else ("forward", "reverse", f"random:{args.seed}")
     rep = verify_fused(res.original, res, seed=args.seed, orders=orders, progress=say,
                        exact=args.exact)
+    say.done()
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     else:
