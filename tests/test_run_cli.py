@@ -70,3 +70,14 @@ def test_unknown_input_buffer_is_named(tmp_path):
 def test_missing_program_exits_2():
     r = run_cli("run", str(ROOT / "kernels" / "no_such_program.cu"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_piped_tables_are_plain_columns():
+    r = run_cli("run", CHAIN, "--seed", "1")
+    assert r.returncode == 0, r.stderr
+    assert not set("─│┃━┏┓╇") & set(r.stdout)  # no box drawing when not a terminal
+    lines = r.stdout.splitlines()
+    head = lines.index(next(ln for ln in lines if ln.split()[:2] == ["#", "kernel"]))
+    rows = [ln.split() for ln in lines[head + 1:head + 5]]
+    assert [row[1] for row in rows] == ["scale", "add_bias", "relu", "square"]
+    assert max(len(ln) for ln in lines) < 130

@@ -69,3 +69,30 @@ class Reporter:
         if not self.quiet:
             print(f"{what} in {time.perf_counter() - self.start:.1f} s", file=sys.stderr,
                   flush=True)
+
+
+def print_table(title: str, columns: list[str], rows: list[list[str]],
+                left: tuple[str, ...] = ()) -> None:
+    """A table on stdout: rich, fitted to the terminal's width, on a terminal; plain aligned
+    columns (no box drawing, one row per line, easy to grep and cut) when piped."""
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=title)
+        for c in columns:
+            t.add_column(c, justify="left" if c in left else "right")
+        for r in rows:
+            t.add_row(*r)
+        Console().print(t)
+        return
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(s.ljust(w) if c in left else s.rjust(w)
+                         for s, w, c in zip(cells, widths, columns, strict=True)).rstrip()
+
+    print(f"# {title}")
+    print(line(columns))
+    for r in rows:
+        print(line(r))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sirius.cli.common import clang_flags, program_args
+from sirius.cli.common import clang_flags, print_table, program_args
 from sirius.diagnostics import SiriusError
 
 
@@ -107,36 +107,22 @@ def _document(r) -> dict:
 
 
 def _print_table(r, args) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
-        console = Console(width=160)
-    t = Table(title=f"{', '.join(args.files)} on the CPU executor (seed {r.seed}, "
-                    f"order {r.order})")
-    for col in ("#", "kernel", "grid", "block", "instructions", "global ld B", "global st B",
-                "shared ld B", "shared st B", "barriers", "ms"):
-        t.add_column(col, justify="left" if col == "kernel" else "right")
-    for rec in r.launches:
-        s = rec.stats
-        t.add_row(str(rec.index), s.kernel, "x".join(map(str, s.grid)),
-                  "x".join(map(str, s.block)), f"{s.instructions:,}",
-                  f"{s.global_load_bytes:,}", f"{s.global_store_bytes:,}",
-                  f"{s.shared_load_bytes:,}", f"{s.shared_store_bytes:,}", f"{s.barriers:,}",
-                  f"{s.seconds * 1e3:.2f}")
-    console.print(t)
-    o = Table(title="outputs")
-    for col in ("buffer", "dtype", "elements", "sum", "sha256[:12]"):
-        o.add_column(col)
-    for name in r.outputs():
-        a = r.final[name]
-        o.add_row(name, str(a.dtype), str(a.size), f"{np.sum(a, dtype=np.float64):.6g}",
-                  r.checksum(name))
-    console.print(o)
+    rows = [[str(rec.index), rec.stats.kernel, "x".join(map(str, rec.stats.grid)),
+             "x".join(map(str, rec.stats.block)), f"{rec.stats.instructions:,}",
+             f"{rec.stats.global_load_bytes:,}", f"{rec.stats.global_store_bytes:,}",
+             f"{rec.stats.shared_load_bytes:,}", f"{rec.stats.shared_store_bytes:,}",
+             f"{rec.stats.barriers:,}", f"{rec.stats.seconds * 1e3:.2f}"] for rec in r.launches]
+    print_table(f"{', '.join(args.files)} on the CPU executor (seed {r.seed}, order {r.order})",
+                ["#", "kernel", "grid", "block", "instructions", "global ld B", "global st B",
+                 "shared ld B", "shared st B", "barriers", "ms"], rows, left=("kernel",))
+    outputs = [[name, str(r.final[name].dtype), str(r.final[name].size),
+                f"{np.sum(r.final[name], dtype=np.float64):.6g}", r.checksum(name)]
+               for name in r.outputs()]
+    print_table("outputs", ["buffer", "dtype", "elements", "sum", "sha256[:12]"], outputs,
+                left=("buffer", "dtype"))
     for note in r.notes:
-        console.print(f"note: {note}")
-    console.print(f"{len(r.launches)} launches in {r.seconds:.3f} s")
+        print(f"note: {note}")
+    print(f"{len(r.launches)} launches in {r.seconds:.3f} s")
 
 
 def _progress_bar(enabled: bool):
