@@ -1,4 +1,4 @@
-.PHONY: setup demo test bench fuzz lint clean-cache
+.PHONY: setup demo test test-all bench fuzz lint clean-cache
 
 VENV := .venv
 SIRIUS := $(VENV)/bin/sirius
@@ -14,7 +14,13 @@ demo: setup
 test: setup
 	$(VENV)/bin/ruff check sirius tests
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest -q -n 2
+	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow" --durations=25
+
+# Everything: the slow tests, the large models and the paper shapes (not run by CI).
+test-all: setup
+	$(VENV)/bin/ruff check sirius tests
+	$(VENV)/bin/lint-imports
+	SIRIUS_FUSE_ALL=1 SIRIUS_TVM_PAPER=1 $(VENV)/bin/python -m pytest -q -n 2 --durations=25
 
 bench: setup
 	$(VENV)/bin/python scripts/bench_executor.py
