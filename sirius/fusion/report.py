@@ -12,12 +12,17 @@ from sirius.analysis.uar.widths import Width
 from sirius.fusion.driver import FusedLaunchRecord, FuseResult
 from sirius.fusion.plan.planner import describe, same_iteration
 
-
 # plan.json --------------------------------------------------------------------------------------
+# plan.json's schema, versioned: docs/fusion.md#planjson describes version 1. A change that
+# removes or renames a key, or changes a value's meaning, bumps the number.
+PLAN_SCHEMA = "sirius-plan/1"
+
+
 def plan_json(res: FuseResult) -> dict:
     from sirius.analysis.kernel.facts import kernel_to_json
 
     return {
+        "schema": PLAN_SCHEMA,
         "sirius": __version__,
         "files": [str(p) for p in res.files],
         "arch": res.options.arch,
@@ -116,12 +121,18 @@ def report_md(res: FuseResult) -> str:
              f"- launches: {res.launches_before} before, {res.launches_after} after "
              "(dynamic count; constant host loops unrolled in the count)",
              f"- fused kernels: {len(res.fused)}", ""]
+    plain = {k.mangled: k.name for k in res.original.kernels}
+    lines += _before_after(res, plain)
     lines += ["## Fused kernels", ""]
     if not res.fused:
         lines += ["None.", ""]
-    for rec in res.fused:
-        k = rec.kernel
-        lines.append(f"### {rec.name} ({rec.arrangement}, level {rec.level})")
+    by_name: dict[str, list] = {}
+    for rec in res.fused:  # identical specs share one kernel (model layers): one section each
+        by_name.setdefault(rec.name, []).append(rec)
+    for name, recs in by_name.items():
+        rec, k = recs[0], recs[0].kernel
+        uses = f"; used by {len(recs)} launches" if len(recs) > 1 else ""
+        lines.append(f"### {name} ({rec.arrangement}, level {rec.level}{uses})")
         lines.append("")
         if k is not None:
             lines.append(f"grid {k.grid}, block {k.block}, dynamic smem {k.smem} B, "
@@ -129,10 +140,11 @@ def report_md(res: FuseResult) -> str:
         lines.append("")
         lines.append("| member | kernel | launch | instances |")
         lines.append("|---|---|---|---|")
-        for n in rec.nodes:
-            c = _covers(res, n)
-            inst = c["instances"] + (f" = {c['original']}" if "original" in c else "")
-            lines.append(f"| {n.sid} | {n.launch.kernel} | {c['loc']} | `{inst}` |")
+        for r in recs:
+            for n in r.nodes:
+                c = _covers(res, n)
+                inst = c["instances"] + (f" = {c['original']}" if "original" in c else "")
+                lines.append(f"| {n.sid} | {n.launch.kernel} | {c['loc']} | `{inst}` |")
         lines.append("")
         for why in rec.reasons:
             lines.append(f"- {why}")
@@ -163,10 +175,38 @@ def report_md(res: FuseResult) -> str:
     used = {op.mangled for op in res.host.launches()}
     for name, r in sorted(res.resources.items()):
         if name in used:
-            lines.append(f"| {name} | {r.registers} | {r.smem} | "
+            lines.append(f"| {plain.get(name, name)} | {r.registers} | {r.smem} | "
                          f"{r.spill_stores + r.spill_loads} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def _before_after(res: FuseResult, plain: dict[str, str]) -> list[str]:
+    """Per fused kernel: the launches it replaces, and ptxas registers and shared memory of its
+    members (the largest) against its own."""
+    arch = res.options.arch
+    out = ["## Before and after, per fused kernel", "",
+           f"| fused kernel | replaces | launches | registers ({arch}) | shared B |",
+           "|---|---|---|---|---|"]
+    seen: set[str] = set()
+    for rec in res.fused:
+        if rec.name in seen:
+            continue
+        seen.add(rec.name)
+        uses = sum(len(r.nodes) for r in res.fused if r.name == rec.name)
+        n_rec = sum(1 for r in res.fused if r.name == rec.name)
+        members = [res.resources.get(n.launch.mangled) for n in rec.nodes]
+        mine = rec.resources.get(arch)
+        regs = smem = "?"
+        if mine is not None and all(members):
+            regs = f"{max(m.registers for m in members)} -> {mine.registers}"
+            smem = f"{max(m.smem for m in members)} -> {mine.smem}"
+        kernels = ", ".join(dict.fromkeys(plain.get(n.launch.mangled, n.launch.kernel)
+                                          for n in rec.nodes))
+        out.append(f"| {rec.name} | {kernels} | {uses} -> {n_rec} | {regs} | {smem} |")
+    if not seen:
+        out.append("| (none) | | | | |")
+    return out + [""]
 
 
 def write_outputs(res: FuseResult, out: Path) -> list[Path]:

@@ -172,6 +172,9 @@ def test_fuse_cli_writes_the_four_files(tmp_path: Path) -> None:
     assert ".entry sirius_v0" in ptx
     report = (out / "report.md").read_text()
     assert "3 before, 1 after" in report and "ptxas sm_80" in report
+    assert plan["schema"] == "sirius-plan/1"
+    assert "| sirius_v0 | matmul, bias_add, act_tanh | 3 -> 1 |" in report
+    assert "_Z" not in report  # kernels by their source names, not mangled
 
 
 def test_verify_cli_exit_codes(tmp_path: Path) -> None:
