@@ -31,3 +31,18 @@ def test_fuse_json_is_the_plan(tmp_path):
     assert doc == json.loads((tmp_path / "out" / "plan.json").read_text())
     assert doc["launches"] == {"before": 4, "after": 1}
     assert [len(k["covers"]) for k in doc["fused_kernels"]] == [4]
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["analyze"], ["run"], ["compile"]])
+def test_dash_o_writes_the_json_to_a_file(command, tmp_path):
+    out = tmp_path / "doc.json"
+    r = run_cli(*command, CHAIN, "--json", "-o", str(out), "-q")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""
+    doc = json.loads(out.read_text())
+    assert doc["files"] if "files" in doc else doc["launches"]
+
+
+def test_dash_o_naming_a_directory_is_a_clear_error(tmp_path):
+    r = run_cli("inspect", CHAIN, "-o", str(tmp_path))
+    assert r.returncode == 2 and "is a directory" in r.stderr

@@ -5,10 +5,12 @@ calls the library (`sirius.pipeline`, the stage packages); nothing in the librar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 import traceback
+from pathlib import Path
 
 from sirius._version import __version__
 from sirius.diagnostics import SiriusError
@@ -29,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if getattr(args, "report_file", None):
+            return _to_file(args)
         return args.func(args)
     except SiriusError as e:
         print(e.render(), file=sys.stderr)
@@ -46,3 +50,16 @@ def main(argv: list[str] | None = None) -> int:
               "this is a bug in sirius; rerun with SIRIUS_DEBUG=1 for a traceback and report it",
               file=sys.stderr)
         return 70
+
+
+def _to_file(args: argparse.Namespace) -> int:
+    """Run a command with its stdout (the report or JSON) going to `-o FILE`."""
+    path = Path(args.report_file)
+    if path.is_dir():
+        raise SiriusError(f"-o {path}: is a directory; give a file name")
+    try:
+        out = path.open("w")
+    except OSError as e:
+        raise SiriusError(f"-o {path}: cannot write it: {e.strerror}") from e
+    with out, contextlib.redirect_stdout(out):
+        return args.func(args)

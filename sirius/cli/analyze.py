@@ -10,7 +10,7 @@ from sirius.analysis.host.render import op_lines
 from sirius.analysis.program import analyze
 from sirius.analysis.uar.build import UAR, Dependence
 from sirius.analysis.uar.effects import Statement
-from sirius.cli.common import Reporter, clang_flags, program_args
+from sirius.cli.common import Reporter, clang_flags, program_args, report_args
 
 EDGE_STYLE = {  # Graphviz attributes per width; CTRL edges are dotted grey
     "THREAD": 'color="forestgreen", style="solid"',
@@ -166,6 +166,6 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     sp = sub.add_parser("analyze", help="the unified dependence graph (UAR) of a program")
     program_args(sp)
-    sp.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    report_args(sp, "the analysis")
     sp.add_argument("--dot", metavar="FILE", help="write the graph in Graphviz format")
     sp.set_defaults(func=_cmd_analyze)

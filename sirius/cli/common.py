@@ -96,3 +96,11 @@ def print_table(title: str, columns: list[str], rows: list[list[str]],
     print(line(columns))
     for r in rows:
         print(line(r))
+
+
+def report_args(sp: argparse.ArgumentParser, what: str) -> None:
+    """--json and -o FILE for a command whose result is a report on stdout."""
+    sp.add_argument("--json", action="store_true", help=f"print {what} as JSON (only JSON on "
+                    "stdout; progress and notes go to stderr)")
+    sp.add_argument("-o", "--output", dest="report_file", metavar="FILE",
+                    help="write the report (or the JSON) to FILE instead of stdout")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sirius.analysis.host.render import op_lines, short_loc
 from sirius.analysis.program import analyse, document
-from sirius.cli.common import clang_flags, program_args
+from sirius.cli.common import clang_flags, program_args, report_args
 
 
 def render_text(doc: dict) -> str:
@@ -72,6 +72,6 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     ins = sub.add_parser("inspect", help="show a program's kernels and host model")
     program_args(ins)
-    ins.add_argument("--json", action="store_true", help="print the model as JSON")
+    report_args(ins, "the model")
     ins.add_argument("--emit-ir", metavar="DIR", help="also write device.ll and host.ll to DIR")
     ins.set_defaults(func=_cmd_inspect)

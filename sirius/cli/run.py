@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sirius.cli.common import clang_flags, print_table, program_args
+from sirius.cli.common import clang_flags, print_table, program_args, report_args
 from sirius.diagnostics import SiriusError
 
 
@@ -35,7 +35,7 @@ def register(sub) -> None:
                          "its name (e.g. a TVM reference file from sirius import-tvm)")
     sp.add_argument("--save", metavar="OUT.npz",
                     help="write every buffer's initial and final contents (NAME.in, NAME.out)")
-    sp.add_argument("--json", action="store_true", help="print the launches and checksums as JSON")
+    report_args(sp, "the launches and checksums")
     sp.set_defaults(func=_cmd_run)
 
 

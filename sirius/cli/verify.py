@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from sirius.cli.common import program_args
+from sirius.cli.common import program_args, report_args
 from sirius.cli.fuse import fuse_from_args, fusion_args, progress, summary
 
 
@@ -39,5 +39,5 @@ def register(sub) -> None:
                     help="forward, reverse or random:S (repeatable; default: forward, reverse "
                          "and random:SEED)")
     vp.add_argument("--exact", action="store_true", help="demand bitwise equality")
-    vp.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    report_args(vp, "the comparison")
     vp.set_defaults(func=_cmd_verify)
