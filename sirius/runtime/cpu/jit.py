@@ -12,10 +12,10 @@ import functools
 import hashlib
 from dataclasses import dataclass
 
-from sirius.analysis.irview import ModuleView
+from sirius.analysis.irview import ModuleView, build_view
 from sirius.diagnostics import SiriusError
 from sirius.frontend.toolchain import cache_root
-from sirius.runtime.cpu import native
+from sirius.runtime.cpu import native, ptxlift
 from sirius.runtime.cpu.rewrite import HostModule, rewrite
 
 
@@ -55,6 +55,9 @@ class JitModule:
     def __init__(self, view: ModuleView, instrument: bool = False, source: str = "device code"):
         llvm, tm, triple = _target()
         lib = native.library()
+        lifted = ptxlift.lift(view.text)  # inline PTX (fp16/bf16 headers) as LLVM IR
+        if lifted.lifted:
+            view = build_view(llvm.parse_assembly(lifted.text))
         self.host: HostModule = rewrite(view, str(tm.target_data), triple,
                                         lambda name: hasattr(lib, name), instrument)
         self.instrument = instrument

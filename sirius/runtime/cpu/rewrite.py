@@ -28,6 +28,7 @@ from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import Function, Instr, ModuleView
 from sirius.diagnostics import Location
 from sirius.runtime.cpu import native as N
+from sirius.runtime.cpu import ptxlift
 
 DYNAMIC_SMEM_MAX = 227 * 1024  # the largest dynamic shared memory a block may ask for (sm_90)
 
@@ -350,13 +351,12 @@ def _function(st: _State, fn: Function, lines: list[str]) -> list[str]:
             in_switch = True
         for old, new in _RENAMED.items():
             line = line.replace(f"@{old}(", f"@{new}(")
-        if start:
+        if start and not fn.name.startswith(ptxlift.PREFIX):  # lifted asm counts as its call
             out += _count(st, blocks[id(ins.block)])
         if ins.opcode == "call":
             callee = ins.callee
             if re.search(r"\bcall\b[^@]*\basm\b", line):
-                st.rejected.setdefault(fn.name, "contains inline PTX assembly, which the CPU "
-                                                "executor does not run")
+                st.rejected.setdefault(fn.name, ptxlift.refusal(line))
                 m = re.match(r"\s*(%[-\w.$\"]+) = ", line)
                 if m:
                     out.append(f"  {m.group(1)} = freeze {ins.type} poison")

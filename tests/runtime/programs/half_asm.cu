@@ -1,8 +1,8 @@
-// half_asm.cu -- fp16 arithmetic from cuda_fp16.h, whose operators are inline PTX assembly.
+// half_asm.cu -- inline PTX assembly the CPU executor does not lift.
 //
-// scale_f32 is plain C++ and runs; half_axpy (y = 2x + y in __half, through __hmul/__hadd and
-// __float2half, which cuda_fp16.hpp implements with asm statements) must be rejected by the CPU
-// executor with a message naming it. n = 256, 2 blocks of 128.
+// scale_f32 is plain C++ and runs; half_axpy (y = 2x + y in __half: cuda_fp16.hpp's asm, which
+// is lifted, plus a `pmevent`, which is not) must be rejected by the CPU executor with a message
+// naming it and the template. n = 256, 2 blocks of 128.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -19,8 +19,8 @@ __global__ void scale_f32(const float* x, float* y, int n)
 __global__ void half_axpy(const __half* x, __half* y, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        y[i] = __hadd(__hmul(__float2half(2.0f), x[i]), y[i]);
+    if (i < n)  // pmevent: a PTX instruction not in the executor's lifting table
+        { asm volatile("pmevent 1;"); y[i] = __hadd(__hmul(__float2half(2.0f), x[i]), y[i]); }
 }
 
 int main()
