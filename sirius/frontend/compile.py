@@ -26,6 +26,7 @@ from sirius.frontend.toolchain import (
     cache_root,
     device_flags,
     host_flags,
+    prelude_flags,
     toolchain,
 )
 
@@ -127,6 +128,7 @@ def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
                  use_cache: bool) -> tuple[str, str, bool]:
     dflags, hflags = device_flags(tc, arch), host_flags(tc, arch)
     source = src.read_bytes()
+    extra = extra + prelude_flags(tc, source.decode(errors="replace"), extra)  # keyed below
     # The file's path is in the key only when it matters: a quoted #include is looked up next to
     # the file. Otherwise the same program anywhere (a test's temporary directory) is one entry,
     # and the path recorded in the IR's debug info is put back on a hit.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -53,6 +54,36 @@ class Toolchain:
             h.update(str(version_file.stat().st_size).encode())
         h.update(COMPAT_HEADER.encode())
         return h.hexdigest()[:16]
+
+
+def cuda_version(cuda_path: Path) -> tuple[int, int] | None:
+    """(major, minor) of the toolkit, from CUDART_VERSION in cuda_runtime_api.h (13000 -> 13.0)."""
+    try:
+        text = (cuda_path / "include" / "cuda_runtime_api.h").read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"^#define\s+CUDART_VERSION\s+(\d+)", text, re.M)
+    if not m:
+        return None
+    v = int(m.group(1))
+    return v // 1000, v % 1000 // 10
+
+
+# TVM's CUDA prelude tests nvcc's version macros, which clang does not define: with them
+# undefined it defines its own `htanh` (for CUDA < 12.8), which CUDA 13's cuda_fp16.hpp also
+# defines ("redefinition of htanh"). A file that carries the prelude gets the toolkit's version.
+_TVM_PRELUDE = re.compile(r"CUDA_UNSUPPORTED_HALF_MATH_(?:UNARY|BINARY)\b|TVM_ENABLE_L2_PREFETCH")
+
+
+def prelude_flags(tc: Toolchain, source: str, extra: list[str]) -> list[str]:
+    """The flags a source needs beyond the user's: nvcc's version macros for TVM's prelude,
+    unless the user defines them."""
+    if not _TVM_PRELUDE.search(source) or any("__CUDACC_VER_MAJOR__" in f for f in extra):
+        return []
+    version = cuda_version(tc.cuda_path)
+    if version is None:
+        return []
+    return [f"-D__CUDACC_VER_MAJOR__={version[0]}", f"-D__CUDACC_VER_MINOR__={version[1]}"]
 
 
 def cache_root() -> Path:
