@@ -2,6 +2,7 @@
 
     python scripts/fuzz.py --count 1000 [--seed S] [--jobs N] [--keep DIR]
     python scripts/fuzz.py --fuse --count 1000 [--seed S] [--jobs N] [--arrangement A]
+    python scripts/fuzz.py ... --features +host-tables,+asm    # constructs off by default
 
 Program i uses generator seed S + i (and the executor's input seed S + i). Every failure prints
 the one command that reproduces it: `python scripts/fuzz.py --seed S+i --count 1`. Exit status 1
@@ -14,16 +15,24 @@ and random:<seed> orders (`verify_fused`), and the fused outputs against the num
 The summary counts programs, failures and launches before/after fusion (host loops unrolled);
 a failed program's .cu file stays on disk (`--keep DIR`, default a sirius-fuzz folder in the
 temporary directory) and its reproduction command is printed.
+
+`--features`: which constructs of issue 12 the generator uses (pointer tables, `__device__`
+variables, `__noinline__` device functions, inline PTX stores; tests/randprog/extras.py):
+"default", "none", "all", or +NAME / -NAME changes to the default. Ctrl-C stops the run with
+exit status 130 and one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,13 +40,44 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def one(seed: int, keep: str | None, order: str) -> tuple[int, list[str], int, int, float]:
+def _ignore_sigint() -> None:
+    """Pool initializer: Ctrl-C is the main process's to handle (it stops the workers); a
+    worker's own KeyboardInterrupt traceback would bury the one line it prints."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def worker_pool(jobs: int | None) -> Iterator[ProcessPoolExecutor]:
+    """A process pool that, when the block is left by an exception (Ctrl-C), stops its workers
+    at once instead of waiting for the programs they are running."""
+    pool = ProcessPoolExecutor(jobs, initializer=_ignore_sigint)
+    try:
+        yield pool
+    except BaseException:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join(5)
+        raise
+    pool.shutdown()
+
+
+def _features(spec: str):
+    from tests.randprog.extras import Features
+
+    return Features.parse(spec)
+
+
+def one(seed: int, keep: str | None, order: str,
+        features: str = "default") -> tuple[int, list[str], int, int, float]:
     """(seed, problems, dynamic launches, dynamic instructions, seconds) of program `seed`."""
     from tests.randprog.check import check_program
     from tests.randprog.generator import generate
 
     t0 = time.perf_counter()
-    prog = generate(seed)
+    prog = generate(seed, features=_features(features))
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(keep) if keep else Path(tmp)
         directory.mkdir(parents=True, exist_ok=True)
@@ -50,19 +90,23 @@ def one(seed: int, keep: str | None, order: str) -> tuple[int, list[str], int, i
     return seed, problems, prog.dynamic_launches, instructions, time.perf_counter() - t0
 
 
-def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None):
+def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None,
+              features: str = "default"):
     """The FuseOutcome of program `seed` (its file moved to `keep` when it failed or
     `keep_all`)."""
     from tests.randprog.fuse_check import FuseOutcome, crash_text, fuse_and_verify
 
+    feats = _features(features)
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            out = fuse_and_verify(seed, arrangement, tmp, raise_on_failure=False)
+            out = fuse_and_verify(seed, arrangement, tmp, raise_on_failure=False,
+                                  features=feats)
         except Exception as e:  # noqa: BLE001 (generate or write crashed: still a finding)
+            flag = f" --features {feats.spec()}" if feats.spec() else ""
             out = FuseOutcome(seed, arrangement or "?", Path(tmp) / f"randprog_{seed}.cu",
                               problems=[crash_text(e)], crashed=True,
                               reproduce=f".venv/bin/python scripts/fuzz.py --fuse --seed {seed} "
-                                        "--count 1")
+                                        f"--count 1{flag}")
         if (keep_all or not out.ok) and out.path.exists():
             dest = Path(keep) / out.path.name
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -79,9 +123,9 @@ def main_fused(args: argparse.Namespace) -> int:
     before = after = dyn_before = dyn_after = fusing = undone = 0
     worst = (0.0, -1)
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(one_fused, s, keep, bool(args.keep), args.arrangement)
-                   for s in seeds]
+    with worker_pool(args.jobs) as pool:
+        futures = [pool.submit(one_fused, s, keep, bool(args.keep), args.arrangement,
+                               args.features) for s in seeds]
         for k, f in enumerate(futures, 1):
             out = f.result()
             before += out.launches_before
@@ -113,6 +157,14 @@ def main_fused(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(argv)
+    except KeyboardInterrupt:
+        print("fuzz: interrupted", file=sys.stderr)
+        return 130
+
+
+def run(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0, help="first generator seed")
@@ -124,15 +176,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fuse", action="store_true", help="fuse each program and verify the "
                     "fused program (against the original and the numpy reference)")
     ap.add_argument("--arrangement", choices=("auto", "vertical", "horizontal"),
-                    help="with --fuse: one arrangement for every program (default: by seed % 3)")
+                    help="with --fuse: one arrangement for every program (default: by seed "
+                    "%% 3)")
+    ap.add_argument("--features", default="default", metavar="SPEC",
+                    help="the generator's constructs of issue 12: default, none, all, or "
+                    "+NAME/-NAME changes (NAME: device-tables, globals, device-functions, "
+                    "host-tables, asm), e.g. +host-tables,+asm")
     args = ap.parse_args(argv)
+    try:
+        _features(args.features)
+    except ValueError as e:
+        ap.error(str(e))
 
     seeds = range(args.seed, args.seed + args.count)
     if args.show:
         from tests.randprog.generator import generate
 
         for s in seeds:
-            print(generate(s).source)
+            print(generate(s, features=_features(args.features)).source)
     if args.fuse:
         return main_fused(args)
     failures = 0
@@ -140,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     worst = (0.0, -1)
     most = (0, -1)
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(one, s, args.keep, args.order) for s in seeds]
+    with worker_pool(args.jobs) as pool:
+        futures = [pool.submit(one, s, args.keep, args.order, args.features) for s in seeds]
         for k, f in enumerate(futures, 1):
             seed, problems, nl, ni, secs = f.result()
             launches += nl
@@ -154,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                 for p in problems:
                     print("    " + p.replace("\n", "\n    "))
                 order = f" --order {args.order}" if args.order != "forward" else ""
+                spec = _features(args.features).spec()
+                order += f" --features {spec}" if spec else ""
                 print(f"    reproduce: python scripts/fuzz.py --seed {seed} --count 1{order}",
                       flush=True)
             if k % 100 == 0:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.randprog.generator import generate
+from tests.randprog.generator import DEFAULT, Features, generate
 from tests.randprog.program import RandomProgram
 
 ARRANGEMENTS = ("auto", "vertical", "horizontal")
@@ -48,13 +48,15 @@ def orders_for(seed: int) -> tuple[str, ...]:
     return ("forward", "reverse", f"random:{seed}")
 
 
-def reproduce_command(seed: int | None, arrangement: str, path: Path, input_seed: int) -> str:
+def reproduce_command(seed: int | None, arrangement: str, path: Path, input_seed: int,
+                      features: Features = DEFAULT) -> str:
     """The one command that re-runs this check."""
     if seed is None:
         return (f".venv/bin/sirius verify {path} --arrangement {arrangement} "
                 f"--seed {input_seed} --order forward --order reverse "
                 f"--order random:{input_seed}")
     flag = "" if arrangement == arrangement_for(seed) else f" --arrangement {arrangement}"
+    flag += f" --features {features.spec()}" if features.spec() else ""
     return f".venv/bin/python scripts/fuzz.py --fuse --seed {seed} --count 1{flag}"
 
 
@@ -123,7 +125,7 @@ def reference_check(prog: RandomProgram, res, seed: int, out: FuseOutcome) -> No
     mismatch, the original's); problems go to `out.problems`."""
     import llvmlite.binding as llvm
 
-    dtypes = {b.name: np.dtype(np.float32) for b in prog.buffers}
+    dtypes = {b.name: np.dtype(np.float32) for b in prog.float_buffers()}
     orig = res.original
     ref_run = _run(orig.host, orig.program, orig.kernels, seed, dtypes)
     fused_prog = _FusedProgram(res.device_ir, llvm.parse_assembly(res.device_ir),
@@ -151,16 +153,19 @@ def reference_check(prog: RandomProgram, res, seed: int, out: FuseOutcome) -> No
 
 def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None = None,
                     workdir: Path | str = ".", *, input_seed: int | None = None,
-                    arch: str = "sm_80", raise_on_failure: bool = True) -> FuseOutcome:
+                    arch: str = "sm_80", raise_on_failure: bool = True,
+                    features: Features = DEFAULT) -> FuseOutcome:
     """Write, fuse and check one program (see the module docstring). `arrangement` None picks
     `arrangement_for(seed)` (auto for a drawn program); `input_seed` (default: the generator
-    seed, or 1) seeds the executor's inputs and the random order."""
+    seed, or 1) seeds the executor's inputs and the random order; `features` are the
+    generator's (for a seed)."""
     from sirius.fusion.plan.planner import Options
     from sirius.pipeline import fuse
     from sirius.verify.differential import verify_fused
 
     t0 = time.perf_counter()
-    prog = generate(prog_or_seed) if isinstance(prog_or_seed, int) else prog_or_seed
+    prog = (generate(prog_or_seed, features=features) if isinstance(prog_or_seed, int)
+            else prog_or_seed)
     seed = prog.seed
     if arrangement is None:
         arrangement = arrangement_for(seed) if seed is not None else "auto"
@@ -170,7 +175,7 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     directory.mkdir(parents=True, exist_ok=True)
     path = prog.write(directory, None if seed is not None else "randprog_drawn.cu")
     out = FuseOutcome(seed, arrangement, path)
-    out.reproduce = reproduce_command(seed, arrangement, path, input_seed)
+    out.reproduce = reproduce_command(seed, arrangement, path, input_seed, features)
     try:
         res = fuse([path], Options(arch=arch, arrangement=arrangement), use_cache=True)
         out.launches_before, out.launches_after = res.launches_before, res.launches_after

@@ -40,11 +40,15 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from tests.randprog import kernels as K
+from tests.randprog.access import bind_kernel
+from tests.randprog.extras import DEFAULT, Extras, Features
 from tests.randprog.kernels import Op
+from tests.randprog.pointers import SetPtrs
 from tests.randprog.program import (
     Buffer,
     Call,
     DevCopy,
+    Global,
     HostLoop,
     Ptr,
     RandomProgram,
@@ -52,6 +56,8 @@ from tests.randprog.program import (
     Sync,
 )
 from tests.randprog.render import Style, render, summarize
+
+__all__ = ["DEFAULT", "Features", "build_program", "generate", "programs"]
 
 T = TypeVar("T")
 
@@ -77,10 +83,10 @@ def chance(ch: Chooser, percent: int) -> bool:
 
 
 class SeedChooser:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, stream: int = 0):
         import random
 
-        self.rng = random.Random(seed)
+        self.rng = random.Random(seed if not stream else seed * 1_000_003 + stream)
 
     def integer(self, lo: int, hi: int) -> int:
         return self.rng.randint(lo, hi)
@@ -98,6 +104,9 @@ class Var:
     memset: bool = False
     read_since_write: bool = False
     written: bool = False
+    kind: str = "float"   # "float" (a buffer), "global" (`__device__` floats), "table"
+    scalar: bool = False  # a global declared `float g` (1 x 1)
+    host: bool = False    # a table the host fills
 
     @property
     def elems(self) -> int:
@@ -107,8 +116,10 @@ class Var:
         return (self.rows, self.cols)
 
 
-class Builder:
-    def __init__(self, ch: Chooser, max_steps: int = 8):
+class Builder(Extras):
+    def __init__(self, ch: Chooser, max_steps: int = 8, features: Features = DEFAULT,
+                 xch: Chooser | None = None):
+        self.init_extras(features, xch or ch)
         self.ch = ch
         self.max_steps = max_steps
         self.vars: dict[str, Var] = {}
@@ -130,12 +141,19 @@ class Builder:
         return v
 
     def pick(self, ok, fresh: tuple[int, int] | None = None, recent_bias: int = 50,
-             avoid: tuple[str, ...] = ()) -> Var:
+             avoid: tuple[str, ...] = (), globals_ok: bool = False) -> Var:
         """A live variable satisfying `ok` (the last written one with some probability), or a new
-        input of shape `fresh` when none does (or by chance: an independent branch)."""
-        cands = [self.vars[n] for n in self.order
-                 if self.vars[n].written or self.vars[n].input]
+        input of shape `fresh` when none does (or by chance: an independent branch).
+        `__device__` variables are candidates only where `globals_ok` (outside host loops)."""
+        names = self.order + (self.gorder if globals_ok else [])
+        cands = [self.vars[n] for n in names if self.vars[n].kind != "table"
+                 and (self.vars[n].written or self.vars[n].input)]
         cands = [v for v in cands if ok(v) and v.name not in avoid]
+        if self.extras:   # a buffer a pointer table holds, or one whose result can go there
+            pending = self.pending_shapes()
+            held = [v for v in cands if self.targeted(v.name) or v.shape() in pending]
+            if held and chance(self.ch, 45):
+                return choice(self.ch, held)
         if self.recent in [v.name for v in cands] and chance(self.ch, recent_bias):
             return self.vars[self.recent]
         if cands and not chance(self.ch, 15):
@@ -146,25 +164,36 @@ class Builder:
         return self.new_var("in", *fresh, input=True)
 
     def dims(self) -> tuple[int, int]:
-        """A fresh 2-D shape."""
+        """A fresh 2-D shape (often that of a buffer a pointer table holds and nothing wrote
+        yet, so that a later launch writes it)."""
+        pending = self.pending_shapes()
+        if pending and chance(self.ch, 50):
+            return choice(self.ch, pending)
         rows = choice(self.ch, (1, 2, 3, 5, 8, 13, 16, 24, 31, 40))
         cols = self.ch.integer(4, max(4, min(96, MAX_ELEMS // rows)))
         return rows, cols
 
     # ---- kernels -----------------------------------------------------------------------------
-    def kernel(self, op: Op) -> str:
-        text = op.source("KERNEL")
+    def kernel(self, op: Op | SetPtrs, binds: tuple = ()) -> str:
+        if isinstance(op, K.Elementwise | SetPtrs):
+            text = op.source("KERNEL", binds)
+        else:
+            text = op.source("KERNEL")
+        if any(b.kind != "param" for b in binds):
+            text = bind_kernel(text, binds)
         name = self.kernel_names.get(text)
         if name is None:
             name = f"k{len(self.kernel_names)}_{op.kind}"
             self.kernel_names[text] = name
-            self.kernel_sources.append(op.source(name))
+            self.kernel_sources.append(text.replace("KERNEL", name, 1))
             if isinstance(op, K.Reduce) and not op.tree:
                 self.uses_warp_sum = True
         return name
 
-    def call(self, op: Op, ptrs: list[Ptr]) -> Call:
-        return Call(self.kernel(op), op, tuple(ptrs))
+    def call(self, op: Op | SetPtrs, ptrs: list[Ptr]) -> Call:
+        binds = tuple(self.bind(p) for p in ptrs)
+        self.note_helpers(op, binds)
+        return Call(self.kernel(op, binds), op, tuple(ptrs))
 
     # ---- ops ---------------------------------------------------------------------------------
     def elementwise(self, x: Var, other: Var | None, inplace: bool, fn: str | None = None,
@@ -232,10 +261,16 @@ class Builder:
         v.bound, v.written, v.read_since_write = bound, True, False
         self.recent = v.name
 
-    def dest(self, rows: int, cols: int, *operands: Var) -> Var:
+    def dest(self, rows: int, cols: int, *operands: Var, globals_ok: bool = False) -> Var:
         """Where a result goes: a new temporary, or (sometimes) a dead variable of that shape
-        that is none of the launch's operands (an in-place stencil would race)."""
-        dead = [self.vars[n] for n in self.order
+        that is none of the launch's operands (an in-place stencil would race); in programs
+        with the constructs of extras.py, also a buffer a pointer table holds or a new
+        `__device__` variable (where `globals_ok`)."""
+        extra = self.extra_dest(rows, cols, operands, globals_ok)
+        if extra is not None:
+            return extra
+        names = self.order + (self.gorder if globals_ok else [])
+        dead = [self.vars[n] for n in names
                 if self.vars[n].written and self.vars[n].read_since_write
                 and self.vars[n].shape() == (rows, cols)
                 and all(self.vars[n] is not o for o in operands)]
@@ -245,29 +280,37 @@ class Builder:
 
     def step_elementwise(self) -> bool:
         ch = self.ch
-        x = self.pick(lambda v: v.elems <= MAX_ELEMS, fresh=self.dims())
+        g = self.extras
+        x = self.pick(lambda v: v.elems <= MAX_ELEMS, fresh=self.dims(), globals_ok=g)
         other = None
         bias = ""
         if chance(ch, 50):
-            bias = choice(ch, ("", "", "col", "row"))
-            shape = {"": (x.rows, x.cols), "col": (1, x.cols), "row": (x.rows, 1)}[bias]
+            bias = choice(ch, ("", "", "col", "row") + (("one", "one") if g else ()))
+            shape = {"": (x.rows, x.cols), "col": (1, x.cols), "row": (x.rows, 1),
+                     "one": (1, 1)}[bias]
             other = self.pick(lambda v: v.elems == shape[0] * shape[1] and v is not x,
-                              fresh=shape, recent_bias=20)
+                              fresh=shape, recent_bias=20, globals_ok=g)
         inplace = chance(ch, 25)
-        op = self.elementwise(x, other, inplace, bias=bias)
+        op = self.decorate(self.elementwise(x, other, inplace, bias=bias))
         bound = op.bound([x.bound] + ([other.bound] if other else []))
         if bound > BOUND_LIMIT or not self.affordable(op):
             return False
-        y = x if inplace else self.dest(x.rows, x.cols, x, *([other] if other else []))
-        ptrs = [Ptr(x.name)] + ([Ptr(other.name)] if other else [])
-        ptrs += [] if inplace else [Ptr(y.name)]
-        self.read(x, *([other] if other else []))
+        operands = (x, *([other] if other else []))
+        y = x if inplace else self.dest(x.rows, x.cols, *operands, globals_ok=g)
+        z = self.scalar_dest((*operands, y)) if op.side >= 0 else None
+        ptrs = [self.ptr(x)] + ([self.ptr(other)] if other else [])
+        ptrs += [] if inplace else [self.ptr(y)]
+        ptrs += [self.ptr(z)] if z else []
+        self.read(*operands)
         self.emit(self.call(op, ptrs), op.cost)
         self.wrote(y, bound)
+        if z is not None:
+            self.wrote(z, bound)
+            self.recent = y.name
         return True
 
     def step_unary(self, make) -> bool:
-        x = self.pick(lambda v: True, fresh=self.dims())
+        x = self.pick(lambda v: True, fresh=self.dims(), globals_ok=self.extras)
         op = make(x)
         out_rows, out_cols = getattr(op, "out_shape", (x.rows, x.cols))
         if isinstance(op, K.Transpose):
@@ -275,26 +318,27 @@ class Builder:
         bound = op.bound([x.bound])
         if bound > BOUND_LIMIT or not self.affordable(op):
             return False
-        y = self.dest(out_rows, out_cols, x)
+        y = self.dest(out_rows, out_cols, x, globals_ok=self.extras)
         self.read(x)
-        self.emit(self.call(op, [Ptr(x.name), Ptr(y.name)]), op.cost)
+        self.emit(self.call(op, [self.ptr(x), self.ptr(y)]), op.cost)
         self.wrote(y, bound)
         return True
 
     def step_matmul(self) -> bool:
         ch = self.ch
+        g = self.extras
         a = self.pick(lambda v: v.rows * v.cols <= 2048 and v.cols <= 64,
-                      fresh=(ch.integer(2, 40), ch.integer(2, 40)))
+                      fresh=(ch.integer(2, 40), ch.integer(2, 40)), globals_ok=g)
         k = a.cols
         b = self.pick(lambda v: v.rows == k and v.cols <= 64 and v is not a,
-                      fresh=(k, ch.integer(2, 48)), recent_bias=30)
+                      fresh=(k, ch.integer(2, 48)), recent_bias=30, globals_ok=g)
         op = self.matmul(a, b.cols)
         bound = op.bound([a.bound, b.bound])
         if bound > BOUND_LIMIT or not self.affordable(op) or a.rows * b.cols > MAX_ELEMS:
             return False
-        c = self.dest(a.rows, b.cols, a, b)
+        c = self.dest(a.rows, b.cols, a, b, globals_ok=g)
         self.read(a, b)
-        self.emit(self.call(op, [Ptr(a.name), Ptr(b.name), Ptr(c.name)]), op.cost)
+        self.emit(self.call(op, [self.ptr(a), self.ptr(b), self.ptr(c)]), op.cost)
         self.wrote(c, bound)
         return True
 
@@ -346,6 +390,8 @@ class Builder:
         self.read(x, *others)
         self.emit(HostLoop(trips, tuple(body), (x.name, y.name)), cost)
         # after the loop, x names the newest iterate and y the one before
+        if trips % 2:
+            self.rename_targets(x.name, y.name)
         y.written, y.bound = True, top
         self.wrote(x, top)
         return True
@@ -458,8 +504,11 @@ class Builder:
 
     def step(self) -> bool:
         ch = self.ch
-        kind = choice(ch, ("map", "map", "map", "stencil", "stencil", "transpose", "matmul",
-                           "reduce", "loop", "loop", "map", "copy"))
+        kinds = ("map", "map", "map", "stencil", "stencil", "transpose", "matmul", "reduce",
+                 "loop", "loop", "map", "copy") + (("setp", "setp") if self.can_setp() else ())
+        kind = choice(ch, kinds)
+        if kind == "setp":
+            return self.step_setp()
         if kind == "map":
             return self.step_elementwise()
         if kind == "stencil":
@@ -475,21 +524,26 @@ class Builder:
         return self.step_loop()
 
     def launch_steps(self) -> int:
-        return sum(not isinstance(s, Sync | DevCopy) for s in self.steps)
+        return sum(isinstance(s, Call | HostLoop) and not isinstance(getattr(s, "op", None),
+                                                                     SetPtrs)
+                   for s in self.steps)
 
     def build(self) -> None:
         want = self.ch.integer(1, self.max_steps)
         tries = 0
+        if self.can_setp() and chance(self.ch, 50):
+            self.step_setp()          # addresses stored before anything is written (program A)
         while self.launch_steps() < want and tries < 4 * want:
             tries += 1
-            mark = len(self.order)
+            mark, gmark = len(self.order), len(self.gorder)
             if self.steps and chance(self.ch, 10):
                 self.steps.append(Sync())
             if not self.step():
                 # drop the variables a rejected step created (nothing else changed yet)
-                for name in self.order[mark:]:
+                for name in self.order[mark:] + self.gorder[gmark:]:
                     del self.vars[name]
                 del self.order[mark:]
+                del self.gorder[gmark:]
         if not self.launch_steps():  # a budget that rejected everything: one small map
             x = self.new_var("in", 1, 64, input=True)
             op = K.Elementwise("scale", 0.5, 1, 64, "1d", (64, 1, 1))
@@ -500,6 +554,7 @@ class Builder:
     # ---- the program -------------------------------------------------------------------------
     def finish(self, seed: int | None) -> RandomProgram:
         ch = self.ch
+        self.copy_out_globals()
         written = [self.vars[n] for n in self.order if self.vars[n].written]
         outs = [v.name for v in written if not v.read_since_write or chance(ch, 20)]
         if not outs:
@@ -513,25 +568,34 @@ class Builder:
         buffers = []
         for n in self.order:
             v = self.vars[n]
-            role = "output" if n in out_buffers else "input" if v.input else "temp"
-            buffers.append(Buffer(n, v.rows, v.cols, role, v.memset))
+            role = ("output" if n in out_buffers else "input" if v.input or v.host
+                    else "temp")
+            buffers.append(Buffer(n, v.rows, v.cols, role, v.memset,
+                                  "ptr" if v.kind == "table" else "float"))
+        globals_ = [Global(n, self.vars[n].rows, self.vars[n].cols, self.vars[n].scalar)
+                    for n in self.gorder]
+        globals_ += [Global(n, 1, 1, True, "ptr") for n in self.gpointers]
         style = Style(check=chance(ch, 60), dim3_vars=chance(ch, 40))
         source = render(self, outs, style, seed)
         return RandomProgram(seed, source, tuple(buffers), tuple(self.steps),
                              tuple(self.kernel_names.values()),
                              tuple(b.name for b in buffers if b.role == "output"),
-                             summarize(self.steps))
+                             summarize(self.steps), tuple(globals_))
 
 
-def build_program(ch: Chooser, seed: int | None = None, max_steps: int = 8) -> RandomProgram:
-    b = Builder(ch, max_steps)
+def build_program(ch: Chooser, seed: int | None = None, max_steps: int = 8,
+                  features: Features = DEFAULT, xch: Chooser | None = None) -> RandomProgram:
+    b = Builder(ch, max_steps, features, xch)
     b.build()
     return b.finish(seed)
 
 
-def generate(seed: int, max_steps: int = 8) -> RandomProgram:
-    """The program of `seed` (the same on every machine and Python version)."""
-    return build_program(SeedChooser(seed), seed, max_steps)
+def generate(seed: int, max_steps: int = 8, features: Features = DEFAULT) -> RandomProgram:
+    """The program of `seed` (the same on every machine and Python version). Whether it uses
+    the constructs of extras.py is drawn from a second stream of the seed, so a program that
+    does not is the one the generator made before they existed."""
+    return build_program(SeedChooser(seed), seed, max_steps, features,
+                         SeedChooser(seed, stream=12))
 
 
 class DrawChooser:
@@ -544,12 +608,12 @@ class DrawChooser:
         return self.draw(st.integers(lo, hi))
 
 
-def programs(max_steps: int = 8):
+def programs(max_steps: int = 8, features: Features = DEFAULT):
     """A hypothesis strategy of RandomPrograms (shrinks toward fewer, simpler launches)."""
     from hypothesis import strategies as st
 
     @st.composite
     def _programs(draw) -> RandomProgram:
-        return build_program(DrawChooser(draw), None, max_steps)
+        return build_program(DrawChooser(draw), None, max_steps, features)
 
     return _programs()

@@ -10,12 +10,14 @@ description (the docstring of each class).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
 
 from tests.randprog import approx as ax
+from tests.randprog.access import Bind, access
 from tests.randprog.approx import Approx
 
 WARP_SUM = """\
@@ -85,7 +87,17 @@ class Elementwise:
     `layout`: "1d" (one thread per element, `if (i < n)`), "stride" (a grid-stride loop over a
     capped grid) or "2d" (a 2-D grid over rows x cols, `if (r < rows && c < cols)`). `fn` names
     a UNARY function (one input) or a BINARY one (two inputs); `inplace` writes the result over
-    the first input. `bias`: "col" reads the second input as b[i % cols], "row" as b[i / cols].
+    the first input. `bias`: "col" reads the second input as b[i % cols], "row" as b[i / cols],
+    "one" as b[0] (a scalar every thread reads).
+
+    `rev`: the first input is read backwards, x[n - 1 - i] (issue 12, program A's index).
+    `side` >= 0: the thread of element `side` also stores its result into z[0] (one float:
+    a scalar another kernel may read). `mem` says how the kernel loads and stores: "" plain
+    indexing; "fn" through the `__noinline__` device functions `ld_f(p, i)` and
+    `st_f(p, i, v)` (pointer arguments); "gfn" likewise, but a slot bound to a `__device__`
+    variable goes through that variable's own `__noinline__` getter and setter, which name it
+    (`get_g(i)`, `set_g(i, v)`; issue 12, program B); "asm" stores with inline PTX
+    (`st.global.f32`). The numbers are the same in every case.
     """
 
     kind: ClassVar[str] = "map"
@@ -96,8 +108,18 @@ class Elementwise:
     layout: str
     block_: Dim3
     inplace: bool = False
-    bias: str = ""          # "", "col" or "row" (binary functions only)
+    bias: str = ""          # "", "col", "row" or "one" (binary functions only)
     grid_cap: int = 0       # for layout "stride"
+    side: int = -1          # element whose result also goes to the scalar slot z (-1: none)
+    mem: str = ""           # "", "fn", "gfn" or "asm" (see above)
+    rev: bool = False       # read the first input backwards: x[n - 1 - i] (not in place)
+
+    def __repr__(self) -> str:
+        # the fields of issue 12 only where set (a summary line stays what it was without them)
+        new = {"side": -1, "mem": "", "rev": False}
+        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                 if f.name not in new or getattr(self, f.name) != new[f.name]]
+        return f"Elementwise({', '.join(parts)})"
 
     @property
     def n(self) -> int:
@@ -111,11 +133,19 @@ class Elementwise:
     def slots(self) -> tuple[Slot, ...]:
         out: list[Slot] = [Slot("rw" if self.inplace else "r", self.n)]
         if self.binary:
-            elems = {"": self.n, "col": self.cols, "row": self.rows}[self.bias]
+            elems = {"": self.n, "col": self.cols, "row": self.rows, "one": 1}[self.bias]
             out.append(Slot("r", elems))
         if not self.inplace:
             out.append(Slot("w", self.n))
+        if self.side >= 0:
+            out.append(Slot("w", 1))
         return tuple(out)
+
+    @property
+    def slot_names(self) -> tuple[str, ...]:
+        """The kernel's pointer parameter of each slot."""
+        return (("x",) + (("w",) if self.binary else ()) + (() if self.inplace else ("y",))
+                + (("z",) if self.side >= 0 else ()))
 
     @property
     def block(self) -> Dim3:
@@ -138,21 +168,41 @@ class Elementwise:
         tail = [lit(self.s), str(self.n)]
         return tail + ([str(self.cols)] if self.bias or self.layout == "2d" else [])
 
-    def source(self, name: str) -> str:
+    def source(self, name: str, binds: Sequence[Bind] = ()) -> str:
+        """The kernel text; `binds` (one per slot, see indirect.py) name the `__device__`
+        variables the "gfn" accessors use."""
         params = ["float* x" if self.inplace else "const float* x"]
         if self.binary:
             params.append("const float* w")
         if not self.inplace:
             params.append("float* y")
+        if self.side >= 0:
+            params.append("float* z")
         params += ["float s", "int n"] + (["int cols"] if self.bias or self.layout == "2d"
                                           else [])
+        slot = {v: k for k, v in enumerate(self.slot_names)}
+
+        def load(var: str, idx: str) -> str:
+            return access(self.mem, binds, slot[var], var, idx)
+
+        def store(var: str, idx: str, val: str) -> str:
+            return access(self.mem, binds, slot[var], var, idx, val)
+
         dst = "x" if self.inplace else "y"
+        first = "n - 1 - i" if self.rev else "i"
         if self.binary:
-            index = {"": "i", "col": "i % cols", "row": "i / cols"}[self.bias]
+            index = {"": "i", "col": "i % cols", "row": "i / cols", "one": "0"}[self.bias]
             expr = BINARY[self.fn][0]
-            body = f"float a = x[i];\n        float b = w[{index}];\n        {dst}[i] = {expr};"
+            body = (f"float a = {load('x', first)};\n        float b = {load('w', index)};"
+                    "\n        ")
         else:
-            body = f"float v = x[i];\n        {dst}[i] = {UNARY[self.fn][0]};"
+            body = f"float v = {load('x', first)};\n        "
+            expr = UNARY[self.fn][0]
+        if self.side >= 0:
+            body += (f"float res = {expr};\n        {store(dst, 'i', 'res')}\n"
+                     f"        if (i == {self.side}) {store('z', '0', 'res')}")
+        else:
+            body += store(dst, "i", expr)
         if self.layout == "1d":
             head = ("    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
                     "    if (i < n) {\n")
@@ -168,14 +218,20 @@ class Elementwise:
                 f"        {body}\n    }}\n}}\n")
 
     def apply(self, ins: list[Approx]) -> list[Approx]:
+        if self.rev:
+            ins = [ins[0][::-1], *ins[1:]]
         if not self.binary:
-            return [UNARY[self.fn][1](ins[0], self.s)]
-        a, b = ins
-        if self.bias == "col":
-            b = b[np.arange(self.n) % self.cols]
-        elif self.bias == "row":
-            b = b[np.arange(self.n) // self.cols]
-        return [BINARY[self.fn][1](a, b, self.s)]
+            y = UNARY[self.fn][1](ins[0], self.s)
+        else:
+            a, b = ins
+            if self.bias == "col":
+                b = b[np.arange(self.n) % self.cols]
+            elif self.bias == "row":
+                b = b[np.arange(self.n) // self.cols]
+            elif self.bias == "one":
+                b = b[np.zeros(self.n, dtype=np.int64)]
+            y = BINARY[self.fn][1](a, b, self.s)
+        return [y] + ([y[self.side:self.side + 1]] if self.side >= 0 else [])
 
     def bound(self, bounds: list[float]) -> float:
         if self.binary:

@@ -26,6 +26,23 @@ class Buffer:
     cols: int
     role: str          # "input" (H2D copied), "output" (D2H copied) or "temp", as in the model
     memset: bool = False
+    dtype: str = "float"   # "float", or "ptr" (a table of device pointers: rows x cols of them)
+
+    @property
+    def elems(self) -> int:
+        return self.rows * self.cols
+
+
+@dataclass(frozen=True, slots=True)
+class Global:
+    """A `__device__` variable: a float array (`float g[rows * cols]`), a float scalar
+    (`float g`, 1 x 1) or a float pointer (`float* g`, dtype "ptr")."""
+
+    name: str
+    rows: int
+    cols: int
+    scalar: bool = False
+    dtype: str = "float"
 
     @property
     def elems(self) -> int:
@@ -34,22 +51,45 @@ class Buffer:
 
 @dataclass(frozen=True, slots=True)
 class Ptr:
-    """A pointer argument: variable `var` (which may name another buffer after swaps) advanced
-    by offset + sum(stride * loop variable) elements over the enclosing host loops."""
+    """How a kernel reaches the memory of one of its pointer slots.
+
+    `via` "": a pointer argument: variable `var` (which may name another buffer after swaps)
+    advanced by offset + sum(stride * loop variable) elements over the enclosing host loops.
+    `via` "table": the argument is the pointer table `var` (a `float**` buffer); the kernel
+    uses `var[index] + offset` (pointer arithmetic on the loaded pointer).
+    `via` "gptr": no argument; the kernel uses `var + offset`, `var` a `__device__ float*`.
+    `via` "global": no argument; the kernel uses the `__device__` float array or scalar `var`.
+    """
 
     var: str
     offset: int = 0
     strides: tuple[tuple[str, int], ...] = ()
+    via: str = ""
+    index: int = 0
+
+    @property
+    def is_arg(self) -> bool:
+        """Whether the launch passes an argument for this slot."""
+        return self.via in ("", "table")
 
     def at(self, env: dict[str, int]) -> int:
         return self.offset + sum(k * env[v] for v, k in self.strides)
 
     def c_expr(self) -> str:
+        if self.via:
+            return self.var
         terms = [f"{v} * {k}" for v, k in self.strides] + ([str(self.offset)] if self.offset
                                                             else [])
         return f"{self.var} + {' + '.join(terms)}" if terms else self.var
 
     def __str__(self) -> str:
+        off = f"{self.offset:+d}" if self.offset else ""
+        if self.via == "table":
+            return f"{self.var}[{self.index}]{off}"
+        if self.via == "gptr":
+            return f"*{self.var}{off}"
+        if self.via == "global":
+            return self.var
         terms = [f"{k}{v}" for v, k in self.strides] + ([str(self.offset)] if self.offset
                                                         else [])
         return f"{self.var}+{'+'.join(terms)}" if terms else self.var
@@ -91,7 +131,16 @@ class Sync:
     """cudaDeviceSynchronize() between launches (no effect on values)."""
 
 
-Step = Call | HostLoop | DevCopy | Sync
+@dataclass(frozen=True, slots=True)
+class HostTable:
+    """The host stores device pointers (`ptrs`: pointer variables with element offsets) into a
+    host array and copies it into the pointer table `table` with cudaMemcpy."""
+
+    table: str
+    ptrs: tuple[Ptr, ...]
+
+
+Step = Call | HostLoop | DevCopy | Sync | HostTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +167,7 @@ class RandomProgram:
     kernels: tuple[str, ...]        # __global__ function names, in definition order
     outputs: tuple[str, ...]        # buffers copied back to the host (role "output")
     summary: str                    # one line per step, for reading a failure
+    globals: tuple[Global, ...] = ()  # `__device__` variables (start as zeros / null)
 
     # ---- shape of the program ----------------------------------------------------------------
     def buffer(self, name: str) -> Buffer:
@@ -125,6 +175,10 @@ class RandomProgram:
 
     def names(self, role: str) -> tuple[str, ...]:
         return tuple(b.name for b in self.buffers if b.role == role)
+
+    def float_buffers(self) -> tuple[Buffer, ...]:
+        """The buffers of floats (every buffer but the pointer tables)."""
+        return tuple(b for b in self.buffers if b.dtype == "float")
 
     def calls(self) -> list[Call]:
         """Every launch statement, in program order (a loop body once)."""
@@ -161,13 +215,41 @@ class RandomProgram:
 
     # ---- reference ---------------------------------------------------------------------------
     def expected(self, initial: dict[str, np.ndarray]) -> dict[str, Approx]:
-        """Every buffer's final contents with its float32 error bound, from the contents the
-        program's buffers had when first passed to a launch (`RunResult.initial`)."""
-        mem = {b.name: _Mem(initial[b.name], b.elems) for b in self.buffers}
+        """Every float buffer's final contents with its float32 error bound, from the contents
+        the program's buffers had when first passed to a launch (`RunResult.initial`; a buffer
+        no launch receives, reached only through a pointer table, starts as zeros: the
+        generator writes such a buffer before anything reads it). `__device__` arrays and
+        scalars are modelled too (from zeros), under their names."""
+        mem = {b.name: _Mem(initial.get(b.name, np.zeros(b.elems, np.float32)), b.elems)
+               for b in self.float_buffers()}
+        mem.update({g.name: _Mem(np.zeros(g.elems, np.float32), g.elems)
+                    for g in self.globals if g.dtype == "float"})
         where = {b.name: b.name for b in self.buffers}  # pointer variable -> buffer
+        # device pointers held in device memory: table buffer -> entry -> (buffer, offset),
+        # `__device__ float*` name -> (buffer, offset)
+        tables: dict[str, dict[int, tuple[str, int]]] = {}
+        gptrs: dict[str, tuple[str, int]] = {}
+
+        def resolve(p: Ptr, env: dict[str, int]) -> tuple[str, int]:
+            if p.via == "table":
+                b, off = tables[where[p.var]][p.index]
+                return b, off + p.offset
+            if p.via == "gptr":
+                b, off = gptrs[p.var]
+                return b, off + p.offset
+            if p.via == "global":
+                return p.var, p.offset
+            return where[p.var], p.at(env)
 
         def call(c: Call, env: dict[str, int]) -> None:
-            spans = [(where[p.var], p.at(env), slot.elems)
+            if c.op.kind == "setp":
+                if c.op.target:                       # stores into a `__device__ float*`
+                    gptrs[c.op.target] = resolve(c.ptrs[0], env)
+                else:                                 # stores into the table c.ptrs[0]
+                    entries = tables.setdefault(where[c.ptrs[0].var], {})
+                    entries.update(enumerate(resolve(p, env) for p in c.ptrs[1:]))
+                return
+            spans = [(*resolve(p, env), slot.elems)
                      for p, slot in zip(c.ptrs, c.op.slots, strict=True)]
             ins = [mem[b].read(off, n) for (b, off, n), slot in zip(spans, c.op.slots,
                                                                       strict=True)
@@ -184,6 +266,9 @@ class RandomProgram:
                 elif isinstance(step, DevCopy):
                     src = mem[where[step.src]]
                     mem[where[step.dst]].write(0, src.value.size, src.approx())
+                elif isinstance(step, HostTable):
+                    tables[where[step.table]] = {k: resolve(p, env)
+                                                 for k, p in enumerate(step.ptrs)}
                 elif isinstance(step, HostLoop):
                     for t in range(step.trips):
                         run(step.body, {**env, step.var: t})
@@ -195,7 +280,8 @@ class RandomProgram:
         return {name: m.approx() for name, m in mem.items()}
 
     def reference(self, initial: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Every buffer's final contents (float64, exact arithmetic on the float32 inputs)."""
+        """Every float buffer's (and `__device__` float variable's) final contents (float64,
+        exact arithmetic on the float32 inputs)."""
         return {k: v.value for k, v in self.expected(initial).items()}
 
     def mismatches(self, initial: dict[str, np.ndarray], final: dict[str, np.ndarray],
@@ -204,7 +290,7 @@ class RandomProgram:
         float32 error bound (see approx.py); the worst element of each."""
         exp = self.expected(initial)
         out = []
-        for name in names or tuple(b.name for b in self.buffers):
+        for name in names or tuple(b.name for b in self.float_buffers()):
             want = exp[name]
             got = as_float32(final[name]).astype(np.float64)
             err = np.abs(got - want.value)

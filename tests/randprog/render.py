@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tests.randprog import kernels as K
-from tests.randprog.program import Call, DevCopy, HostLoop, Step, Sync
+from tests.randprog.program import Call, DevCopy, HostLoop, HostTable, Step, Sync
 
 if TYPE_CHECKING:
     from tests.randprog.generator import Builder
@@ -26,7 +26,7 @@ def _dims3(d: tuple[int, int, int]) -> str:
 
 
 def _launch(c: Call, indent: str, style: Style, k: int) -> list[str]:
-    args = [p.c_expr() for p in c.ptrs]
+    args = [p.c_expr() for p in c.ptrs if p.is_arg]
     args += c.op.scalars()
     g, b = c.op.grid, c.op.block
     smem = f", {c.op.smem}" if getattr(c.op, "smem", 0) else ""
@@ -75,11 +75,20 @@ def render(b: Builder, outs: list[str], style: Style, seed: int | None) -> str:
                   "            exit(1);                                                  \\",
                   "        }                                                             \\",
                   "    } while (0)", ""]
+    for n in b.gorder:
+        g = b.vars[n]
+        lines.append(f"__device__ float {n};" if g.scalar else f"__device__ float {n}[{g.elems}];")
+    lines += [f"__device__ float* {n};" for n in b.gpointers]
+    if b.gorder or b.gpointers:
+        lines.append("")
+    lines += list(b.helpers.values())
     if b.uses_warp_sum:
         lines.append(K.WARP_SUM)
     lines += b.kernel_sources
     lines += ["int main() {"]
     host = {n: "h_" + n.removeprefix("d_") for n in b.order}
+    tables = [n for n in b.order if b.vars[n].kind == "table"]
+    floats = [n for n in b.order if b.vars[n].kind != "table"]
     need_host = [n for n in b.order if b.vars[n].input] + [n for n in outs
                                                              if not b.vars[n].input]
     for k, n in enumerate(need_host):
@@ -88,9 +97,15 @@ def render(b: Builder, outs: list[str], style: Style, seed: int | None) -> str:
         if b.vars[n].input:
             lines.append(f"    for (int i = 0; i < {e}; ++i) {host[n]}[i] = "
                          f"(float)((i * {7 + 2 * k}) % 17) * 0.125f - 1.0f;")
-    lines.append("    float " + ", ".join("*" + n for n in b.order) + ";")
+    for n in tables:
+        if b.vars[n].host:
+            lines.append(f"    float* {host[n]}[{b.vars[n].elems}];")
+    lines.append("    float " + ", ".join("*" + n for n in floats) + ";")
+    if tables:
+        lines.append("    float " + ", ".join("**" + n for n in tables) + ";")
     for n in b.order:
-        lines.append("    " + rt(f"cudaMalloc(&{n}, {b.vars[n].elems} * sizeof(float))"))
+        elem = "float*" if n in tables else "float"
+        lines.append("    " + rt(f"cudaMalloc(&{n}, {b.vars[n].elems} * sizeof({elem}))"))
     for n in b.order:
         v = b.vars[n]
         if v.memset:
@@ -110,6 +125,12 @@ def render(b: Builder, outs: list[str], style: Style, seed: int | None) -> str:
         if isinstance(s, DevCopy):
             lines.append("    " + rt(f"cudaMemcpy({s.dst}, {s.src}, {b.vars[s.src].elems} * "
                                      "sizeof(float), cudaMemcpyDeviceToDevice)"))
+            continue
+        if isinstance(s, HostTable):
+            h = host[s.table]
+            lines += [f"    {h}[{k}] = {p.c_expr()};" for k, p in enumerate(s.ptrs)]
+            lines.append("    " + rt(f"cudaMemcpy({s.table}, {h}, {len(s.ptrs)} * sizeof(float*), "
+                                     "cudaMemcpyHostToDevice)"))
             continue
         k = _loop(lines, s, "    ", style, k)
     lines.append("    " + rt("cudaGetLastError()"))
@@ -140,6 +161,9 @@ def _summary(steps: Sequence[Step | HostLoop], indent: str) -> list[str]:
             out.append(f"{indent}copy D2D {s.dst} <- {s.src}")
         elif isinstance(s, Sync):
             out.append(f"{indent}sync")
+        elif isinstance(s, HostTable):
+            out.append(f"{indent}copy H2D {s.table} <- host table "
+                       f"{{{', '.join(map(str, s.ptrs))}}}")
         else:
             swap = f", swap {s.swap[0]} <-> {s.swap[1]}" if s.swap else ""
             out.append(f"{indent}for {s.var} < {s.trips}{swap}:")
