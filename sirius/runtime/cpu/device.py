@@ -1,27 +1,30 @@
-"""`CpuDevice`: device memory in host arrays, kernels JIT-compiled for the host CPU.
+"""`CpuDevice`: device memory in private mappings, kernels JIT-compiled for the host CPU.
 
-Allocations are numpy byte arrays with red zones on both sides (filled with 0xCD), so an access a
-little past the end of a buffer lands in no allocation and `check_bounds` reports it. Launches go
-to the C runtime (sirius_rt.c) through ctypes, which releases the GIL while kernels run.
+Allocations (memory.py) have red zones on both sides (filled with 0xCD) and no-access regions
+beyond them, so an access a little past the end of a buffer lands in no allocation and
+`check_bounds` reports it, and one further away faults instead of corrupting anything. Launches
+go to the C runtime (sirius_rt.c) through ctypes, which releases the GIL while kernels run; a
+signal a kernel raises (SIGSEGV, SIGFPE, ...) comes back as a `KernelFault`. Every run starts
+from fresh device state: `load_module` restores the module's globals to their initializers.
 """
 
 from __future__ import annotations
 
-import bisect
 import ctypes
 import hashlib
 import os
+import signal
 import time
 
 import numpy as np
 
 from sirius.analysis.irview import build_view
-from sirius.diagnostics import Location
-from sirius.runtime.cpu import native
+from sirius.diagnostics import Location, warn
+from sirius.runtime.cpu import monitor, native
 from sirius.runtime.cpu.jit import JitModule
+from sirius.runtime.cpu.memory import DeviceMemory, Region, nearest
 from sirius.runtime.device import KernelFault, LaunchStats, Module, TraceChunk
 
-REDZONE = 256
 _CTYPES = {"i1": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
            "i32": ctypes.c_int32, "i64": ctypes.c_int64, "float": ctypes.c_float,
            "double": ctypes.c_double, "ptr": ctypes.c_uint64}
@@ -36,7 +39,8 @@ class CpuDevice:
     name = "cpu"
 
     def __init__(self, order: str = "forward", seed: int = 0, jobs: int | None = None,
-                 check_bounds: bool = False, trace: bool = False, stack_kib: int = 256):
+                 check_bounds: bool = False, trace: bool = False, stack_kib: int = 256,
+                 progress: bool = True):
         kind = order.split(":", 1)[0]
         if kind not in native.ORDERS:
             raise ValueError(f"unknown order {order!r} (forward, reverse or random:SEED)")
@@ -48,46 +52,30 @@ class CpuDevice:
         self.check_bounds = check_bounds
         self.trace = trace
         self.stack_bytes = stack_kib * 1024
+        self.progress = progress  # show the progress of long launches on stderr
         self.traces: list[TraceChunk] = []
-        self._allocs: dict[int, tuple[np.ndarray, int, str]] = {}  # address -> (array, n, label)
-        self._sorted: list[int] = []
+        self.memory = DeviceMemory()
         self._lib = native.library()
         self._launches = 0
+        self._tables: tuple | None = None  # (key, ctypes arrays of the launch descriptor)
 
     # memory ----------------------------------------------------------------------------------
     def alloc(self, nbytes: int, label: str = "") -> int:
-        raw = np.full(nbytes + 2 * REDZONE + 64, 0xCD, dtype=np.uint8)
-        base = raw.ctypes.data + REDZONE
-        base += -base % 64
-        self._allocs[base] = (raw, nbytes, label)
-        bisect.insort(self._sorted, base)
-        return base
+        return self.memory.alloc(nbytes, label)
 
     def free(self, address: int) -> None:
-        if address not in self._allocs:
-            raise ValueError(f"free of 0x{address:x}, which is not an allocation")
-        del self._allocs[address]
-        self._sorted.remove(address)
+        self.memory.free(address)
 
     def view(self, address: int, nbytes: int) -> np.ndarray:
         """A writable byte view of device memory (must lie inside one allocation)."""
-        base, off = self.locate(address)
-        raw, n, label = self._allocs[base]
-        if off + nbytes > n:
-            raise ValueError(f"{nbytes} bytes at offset {off} overrun {label or 'a buffer'} "
-                             f"({n} bytes)")
-        start = base - raw.ctypes.data + off
-        return raw[start:start + nbytes]
+        return self.memory.view(address, nbytes)
 
     def locate(self, address: int) -> tuple[int, int]:
         """(allocation base, offset) of an address inside an allocation."""
-        i = bisect.bisect_right(self._sorted, address) - 1
-        if i < 0 or address > self._sorted[i] + self._allocs[self._sorted[i]][1]:
-            raise ValueError(f"0x{address:x} is not inside any allocation")
-        return self._sorted[i], address - self._sorted[i]
+        return self.memory.locate(address)
 
     def label(self, base: int) -> str:
-        return self._allocs[base][2]
+        return self.memory.allocs[base].label
 
     def copy_to_device(self, address: int, data: np.ndarray) -> None:
         b = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
@@ -117,6 +105,7 @@ class CpuDevice:
             jm = JitModule(build_view(program.device_module), instrument=key[1],
                            source=", ".join(str(f) for f in program.files))
             _MODULES[key] = jm
+        jm.reset()  # a new run: the module's globals start from their initializers
         return Module(jm, {k: k for k in jm.host.kernels})
 
     def launch(self, module: Module, kernel: str, grid, block, smem: int, args: list,
@@ -137,7 +126,8 @@ class CpuDevice:
             raise KernelFault(f"kernel {shown} takes {len(entry.params)} arguments, "
                               f"{len(args)} given", loc)
         nthreads = block[0] * block[1] * block[2]
-        if nthreads > 1024 or nthreads <= 0 or min(grid) <= 0:
+        if nthreads > 1024 or nthreads <= 0 or min(grid) <= 0 or grid[0] >= 1 << 31 \
+                or max(grid[1], grid[2]) > 65535:
             raise KernelFault(f"kernel {shown}: invalid launch configuration grid {tuple(grid)} "
                               f"block {tuple(block)}", loc)
         # the device globals of a module live in each worker's copy: one worker then
@@ -174,34 +164,89 @@ class CpuDevice:
         d.seed = (self.order_seed * 1_000_003 + self._launches) & (2**64 - 1)
         d.check_bounds = int(self.check_bounds)
         d.trace = int(self.trace)
-        lo = list(self._sorted)
-        hi = [b + self._allocs[b][1] for b in self._sorted]
-        d.nallocs = len(lo)
-        d.alloc_lo = (ctypes.c_uint64 * max(1, len(lo)))(*lo)
-        d.alloc_hi = (ctypes.c_uint64 * max(1, len(hi)))(*hi)
+        regions, tables = self._launch_tables(jm, engines)
+        d.nallocs, d.alloc_lo, d.alloc_hi = len(regions), tables[0], tables[1]
+        if not self.check_bounds:
+            d.nredzones, d.rz_lo, d.rz_hi, d.rz_dirty = tables[2:]
         d.stack_bytes = self.stack_bytes
         tp = (ctypes.c_void_p * nw)()
         tl = (ctypes.c_uint64 * nw)()
         d.trace_ptr = tp
         d.trace_len = tl
+        d.done = (ctypes.c_uint64 * (8 * nw))()
         for e in engines:  # the smem bounds the rewritten code classifies addresses with
             ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM).value = e.smem
             ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM_SIZE).value = \
                 jm.host.smem_static + smem
         self._launches += 1
-        t0 = time.perf_counter()
-        rc = self._lib.sirius_launch(ctypes.byref(d))
-        seconds = time.perf_counter() - t0
+        rc, seconds = self._run(d, nw, nblocks, nthreads, entry.fibers, shown, loc)
         if rc != 0:
             raise KernelFault(f"kernel {shown}: the runtime could not start the launch "
                               f"(code {rc}; fiber stacks for {nthreads} threads?)", loc)
         if self.trace:
             self._collect_trace(tp, tl, nw, engines, jm, smem)
         if d.fault:
-            raise self._fault(d, jm, shown, loc)
+            raise self._fault(d, jm, shown, loc, regions)
+        if d.cancel:  # stopped by SIGINT, whose handler did not raise
+            raise KeyboardInterrupt
+        if not self.check_bounds:
+            self._redzones(d, shown, loc)
         c = list(d.counters)
         return LaunchStats(shown, tuple(grid), tuple(block), smem, c[0], c[1], c[2], c[3], c[4],
                            c[5], seconds, "fibers" if entry.fibers else "fast")
+
+    def _run(self, d, nw: int, nblocks: int, nthreads: int, fibers: bool, kernel: str,
+             loc: Location | None) -> tuple[int, float]:
+        """The launch itself; a long one with a warning first and progress while it runs."""
+        def call() -> int:
+            return self._lib.sirius_launch(ctypes.byref(d))
+
+        t0 = time.perf_counter()
+        if nblocks * nthreads < monitor.MONITORED_THREADS:
+            rc = call()
+        else:
+            est = monitor.estimate_seconds(nblocks, nthreads, nw, fibers)
+            if est >= monitor.WARN_SECONDS:
+                warn("long-launch", f"kernel {kernel} launches {nblocks:,} blocks of {nthreads} "
+                     f"threads; on the CPU executor that takes {monitor.duration(est)} at the "
+                     "very least (Ctrl-C stops it)", loc)
+            show = monitor.Progress(kernel, nblocks) if self.progress else None
+            rc = monitor.run_monitored(call, d, nw, show)
+        return rc, time.perf_counter() - t0
+
+    def _launch_tables(self, jm: JitModule, engines) -> tuple[list[Region], tuple]:
+        """The regions kernels may access (allocations and every engine's module globals) and
+        the descriptor arrays made from them, cached until an allocation changes."""
+        key = (self.memory.generation, id(jm), len(engines))
+        if self._tables is not None and self._tables[0] == key:
+            return self._tables[1], self._tables[2]
+        regions = self.memory.regions()
+        for e in engines:
+            regions += [Region(a, a + g.bytes, g.label)
+                        for a, g in zip(e.globals, jm.host.globals, strict=True)]
+        regions.sort(key=lambda r: r.lo)
+        n = max(1, len(regions))
+        lo = (ctypes.c_uint64 * n)(*[r.lo for r in regions])
+        hi = (ctypes.c_uint64 * n)(*[r.hi for r in regions])
+        clean = [b for b in self.memory.sorted if not self.memory.allocs[b].redzone_dirty]
+        rz_lo = (ctypes.c_uint64 * max(1, len(clean)))(*clean)
+        rz_hi = (ctypes.c_uint64 * max(1, len(clean)))(
+            *[b + self.memory.allocs[b].nbytes for b in clean])
+        rz_dirty = (ctypes.c_uint8 * max(1, len(clean)))()
+        tables = (lo, hi, len(clean), rz_lo, rz_hi, rz_dirty)
+        self._tables = (key, regions, tables)
+        return regions, tables
+
+    def _redzones(self, d, kernel: str, loc: Location | None) -> None:
+        """Warn about a store past a buffer that an unchecked launch left in its red zones."""
+        for i in range(d.nredzones):
+            if d.rz_dirty[i]:
+                a = self.memory.allocs[d.rz_lo[i]]
+                a.redzone_dirty = True  # reported once
+                self._tables = None
+                warn("out-of-bounds", f"kernel {kernel} wrote just outside {a.label or 'a buffer'}"
+                     f" ({a.nbytes} bytes): the red zone around it changed; re-run with "
+                     "--check-bounds to find the access", loc)
 
     def _collect_trace(self, tp, tl, nw: int, engines, jm: JitModule, smem: int) -> None:
         parts = []
@@ -216,16 +261,19 @@ class CpuDevice:
                                       jm.host.smem_static + smem, jm.host.smem_static,
                                       jm.host.shared))
 
-    def _fault(self, d, jm: JitModule, kernel: str, loc: Location | None) -> KernelFault:
+    def _fault(self, d, jm: JitModule, kernel: str, loc: Location | None,
+               regions: list[Region]) -> KernelFault:
         sites = jm.host.sites
         site_loc = sites[d.fault_site] if d.fault_site < len(sites) else None
         blk = tuple(d.fault_block)
         thr = tuple(d.fault_thread)
+        if d.fault == native.FAULT_SIGNAL:
+            return self._signal_fault(d, kernel, loc, regions, blk, thr)
         if d.fault == native.FAULT_BOUNDS:
             addr = d.fault_addr
             msg = (f"out-of-bounds {_KIND.get(d.fault_kind, 'access')} of {d.fault_size} bytes "
                    f"at address 0x{addr:x} in kernel {kernel}, block {blk}, thread {thr}")
-            note = self._nearest(addr)
+            note = nearest(regions, addr)
             return KernelFault(msg, site_loc or loc, notes=(note,) if note else ())
         where = f" at {site_loc}" if site_loc else ""
         if d.fault == native.FAULT_BARRIER:
@@ -237,19 +285,34 @@ class CpuDevice:
                    f"{d.fault_waiting} threads wait on it while thread {thr} does not reach it")
         return KernelFault(msg, site_loc or loc)
 
-    def _nearest(self, addr: int) -> str | None:
-        """Where a bad address lies relative to the closest allocation."""
-        i = bisect.bisect_right(self._sorted, addr) - 1
-        options = []
-        if i >= 0:
-            base = self._sorted[i]
-            n, label = self._allocs[base][1], self._allocs[base][2]
-            if addr >= base + n:
-                options.append((addr - base - n, f"{addr - base - n} bytes past the end of "
-                                                 f"{label or 'an allocation'} ({n} bytes)"))
-        if i + 1 < len(self._sorted):
-            base = self._sorted[i + 1]
-            label = self._allocs[base][2]
-            options.append((base - addr, f"{base - addr} bytes before the start of "
-                                         f"{label or 'an allocation'}"))
-        return min(options)[1] if options else None
+    def _signal_fault(self, d, kernel: str, loc: Location | None, regions: list[Region],
+                      blk: tuple, thr: tuple) -> KernelFault:
+        """A SIGSEGV, SIGBUS, SIGFPE or SIGILL raised while the kernel ran."""
+        where = f"in kernel {kernel}, block {blk}, thread {thr}"
+        addr = d.fault_addr
+        notes: list[str] = []
+        sig = d.fault_signal
+        if sig == signal.SIGFPE:
+            msg = (f"integer division by zero (or overflow) {where}; a GPU gives an undefined "
+                   "result there, the CPU traps")
+        elif sig == signal.SIGILL:
+            msg = (f"trap {where}: the kernel called __trap() or reached code the compiler "
+                   "marked unreachable")
+        elif d.fault_stack:
+            room = f"each thread has {self.stack_bytes >> 10} KiB of stack" if d.use_fibers \
+                else "threads run on the worker's stack"
+            msg = (f"stack overflow {where} ({room}: deep or unbounded recursion, or large "
+                   "local arrays?)")
+        else:
+            what = "store to" if d.fault_kind == 1 else "access at"
+            msg = f"invalid memory {what} address 0x{addr:x} {where}"
+            note = nearest(regions, addr)
+            if note:
+                notes.append(note)
+        if self.check_bounds:
+            notes.append("the bounds checker did not see this access: it is not a load or "
+                         "store of the kernel's own code (a library call, the stack)")
+        elif not d.fault_stack and sig in (signal.SIGSEGV, signal.SIGBUS):
+            notes.append("re-run with --check-bounds to find the access (its source line and "
+                         "the buffer)")
+        return KernelFault(msg, loc, notes=tuple(notes))

@@ -4,10 +4,15 @@ The host module is parsed, verified, optimized (LLVM's O2 pipeline) and compiled
 file, cached on disk by the hash of its text. Every worker then loads that object into its own
 MCJIT engine, so each worker has its own `@__sirius_ctx` and `@__sirius_smem`: the runtime runs
 workers on different OS threads without any thread-local storage in JIT code.
+
+Module globals (`__device__`, `__constant__`, ...) live in each engine too. Right after an engine
+is made, the initial bytes of its mutable globals are saved; `reset()` writes them back, so every
+run of a program starts from the globals' initializers however many runs came before.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 from dataclasses import dataclass
@@ -49,6 +54,14 @@ class Engine:
     ctx: int
     smem: int
     thread_fns: dict[str, int]
+    globals: tuple[int, ...]  # the address of each of HostModule.globals in this engine
+    initial: tuple[bytes | None, ...]  # the initial bytes of the mutable ones
+
+    def reset(self) -> None:
+        """Every mutable module global back to its initializer."""
+        for addr, data in zip(self.globals, self.initial, strict=True):
+            if data is not None:
+                ctypes.memmove(addr, data, len(data))
 
 
 class JitModule:
@@ -95,6 +108,17 @@ class JitModule:
             ee.finalize_object()
             fns = {k.name: ee.get_function_address(k.thread_fn)
                    for k in self.host.kernels.values()}
+            gs = self.host.globals
+            table = ee.get_global_value_address("__sirius_globals")
+            addrs = tuple((ctypes.c_uint64 * len(gs)).from_address(table)) if gs else ()
+            initial = tuple(ctypes.string_at(a, g.bytes) if g.mutable else None
+                            for a, g in zip(addrs, gs, strict=True))
             self._engines.append(Engine(ee, obj, ee.get_global_value_address("__sirius_ctx"),
-                                        ee.get_global_value_address("__sirius_smem"), fns))
+                                        ee.get_global_value_address("__sirius_smem"), fns,
+                                        addrs, initial))
         return self._engines[:n]
+
+    def reset(self) -> None:
+        """Every engine's mutable module globals back to their initializers (a new run)."""
+        for e in self._engines:
+            e.reset()

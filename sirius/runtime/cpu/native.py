@@ -26,7 +26,8 @@ CTX_ICOUNT, CTX_GLD, CTX_GST, CTX_SLD, CTX_SST = 48, 56, 64, 72, 80
 CTX_SMEM, CTX_SMEM_SIZE = 96, 104
 
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
-FAULT_NONE, FAULT_BOUNDS, FAULT_BARRIER, FAULT_WARP = 0, 1, 2, 3
+FAULT_NONE, FAULT_BOUNDS, FAULT_BARRIER, FAULT_WARP, FAULT_SIGNAL = 0, 1, 2, 3, 4
+REDZONE_BYTES = 256  # checked after an unchecked launch (sirius_rt.c, check_redzones)
 
 # Warp operations, as sirius_rt_warp numbers them.
 W_SHFL_IDX, W_SHFL_UP, W_SHFL_DOWN, W_SHFL_BFLY = 0, 1, 2, 3
@@ -62,6 +63,14 @@ class LaunchDesc(ctypes.Structure):
         ("fault_exited", ctypes.c_uint32),
         ("trace_ptr", ctypes.POINTER(ctypes.c_void_p)),
         ("trace_len", ctypes.POINTER(ctypes.c_uint64)),
+        ("cancel", ctypes.c_int32),
+        ("fault_signal", ctypes.c_int32),
+        ("fault_stack", ctypes.c_int32),
+        ("nredzones", ctypes.c_int32),
+        ("rz_lo", ctypes.POINTER(ctypes.c_uint64)),
+        ("rz_hi", ctypes.POINTER(ctypes.c_uint64)),
+        ("rz_dirty", ctypes.POINTER(ctypes.c_uint8)),
+        ("done", ctypes.POINTER(ctypes.c_uint64)),  # blocks done by worker i at [8 * i]
     ]
 
 

@@ -12,7 +12,12 @@ The result is one LLVM module for the host target in which
   * with `instrument=True` every non-local access also calls `sirius_rt_access`, the bounds
     checker and tracer;
   * each kernel gets a wrapper `@__sirius_thread_N(ptr args)` that unpacks a CUDA-style
-    argument array (`void **`) and calls it for one thread.
+    argument array (`void **`) and calls it for one thread;
+  * every module global (`__device__`, `__constant__`, clang's constant arrays and strings)
+    gets a red zone: its type `T` becomes `<{ T, [256 x i8] }>` (the address of the global is
+    still that of its `T`), so an access just past it lands in no global; a table
+    `@__sirius_globals` holds their addresses, in `HostModule.globals` order, for the bounds
+    checker and for restoring their initial values before every run.
 The rewrite works on the text of one print of the module; `irview` (built from that same print)
 supplies operand types and the pointer roots of accesses. The result is parsed and verified by
 the caller (sirius/runtime/cpu/jit.py).
@@ -29,6 +34,7 @@ from sirius.analysis.irview import Function, Instr, ModuleView
 from sirius.diagnostics import Location
 from sirius.runtime.cpu import native as N
 from sirius.runtime.cpu import ptxlift
+from sirius.runtime.cpu.module_globals import ModuleGlobal, ir_name, module_global
 
 DYNAMIC_SMEM_MAX = 227 * 1024  # the largest dynamic shared memory a block may ask for (sm_90)
 
@@ -68,6 +74,7 @@ class HostModule:
     smem_bytes: int
     sites: tuple[Location | None, ...]
     device_globals: bool  # mutable __device__ variables: workers must share one module
+    globals: tuple[ModuleGlobal, ...] = ()  # in `@__sirius_globals` order
 
 
 def _split_top(s: str) -> list[str]:
@@ -438,6 +445,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     st = _State(view, instrument, smem, smem_bytes, lib_has)
 
     out: list[str] = []
+    module_globals: list[ModuleGlobal] = []
     lines = text.splitlines()
     i = 0
     kernels: list[tuple[Function, str]] = []
@@ -475,6 +483,9 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
                 out.append(_stub(decl))
             else:
                 out.append(decl)
+        elif (mg := module_global(st.view, line)) is not None:
+            module_globals.append(mg[0])
+            out.append(_global_subst(mg[1], smem))
         elif line.startswith("attributes #"):
             line = re.sub(r' "target-(cpu|features)"="[^"]*"', "", line)
             out.append(re.sub(r" \b(noinline|optnone)\b", "", line))
@@ -507,8 +518,12 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
                                        bool(r & st.fibers), why)
         wrappers.append(_wrapper(k, header, fn))
 
+    device_globals = device_globals or any(g.mutable for g in module_globals)
+    table = ", ".join(f"ptr @{ir_name(g.name)}" for g in module_globals)
     prelude = [
         f"@__sirius_ctx = global [{N.CTX_BYTES} x i8] zeroinitializer, align 64",
+        f"@__sirius_globals = constant [{len(module_globals)} x ptr] "
+        + (f"[{table}]" if table else "zeroinitializer"),
         f"@__sirius_smem = global [{smem_bytes} x i8] zeroinitializer, align 64",
         "declare i32 @sirius_rt_barrier(ptr, i32, i32, i32, i32, i32)",
         "declare i32 @sirius_rt_warp(ptr, i32, i32, i32, i32, i32, i32)",
@@ -520,4 +535,5 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     k = next(i for i, ln in enumerate(out) if ln.startswith("target triple")) + 1
     final = out[:k] + prelude + out[k:] + wrappers
     return HostModule("\n".join(final) + "\n", entries, tuple(shared), smem_static, smem_bytes,
-                      tuple(st.sites), device_globals)
+                      tuple(st.sites), device_globals, tuple(module_globals))
+

@@ -12,6 +12,14 @@
 //     the warp asks for it.  A barrier that cannot complete is reported, never waited on.
 // It also provides the bounds checker, the access tracer and the libdevice (__nv_*) functions.
 //
+// Faults. While a launch runs, SIGSEGV, SIGBUS, SIGFPE and SIGILL raised by a worker (device
+// code, or the runtime on its behalf) are caught: the handler records the fault and the worker
+// siglongjmps back to its loop (each worker has its own alternate signal stack, so a stack
+// overflow is caught too); the launch stops and Python reports it. The first SIGINT sets the
+// launch's `cancel` flag (workers stop between blocks) and goes on to the handler that was
+// installed before (Python's, which raises KeyboardInterrupt); a second one during the same
+// launch ends the process with status 130 (a kernel that never finishes its block).
+//
 // Built by sirius/runtime/cpu/rtlib.py with clang (-O2 -shared -fPIC); loaded with ctypes and
 // with llvmlite's load_library_permanently so the JIT resolves its symbols.
 
@@ -19,6 +27,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +35,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 // ---- context switches -------------------------------------------------------------------------
 // On x86-64 a fiber switch saves the callee-saved registers and the FP control words on the
@@ -86,7 +96,7 @@ typedef void (*thread_fn)(void **args);
 
 enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
 enum { RUN = 0, AT_BARRIER = 1, AT_WARP = 2, EXITED = 3 };
-enum { FAULT_NONE = 0, FAULT_BOUNDS = 1, FAULT_BARRIER = 2, FAULT_WARP = 3, FAULT_STACK = 4 };
+enum { FAULT_NONE = 0, FAULT_BOUNDS = 1, FAULT_BARRIER = 2, FAULT_WARP = 3, FAULT_SIGNAL = 4 };
 enum { W_SHFL_IDX = 0, W_SHFL_UP = 1, W_SHFL_DOWN = 2, W_SHFL_BFLY = 3, W_BALLOT = 4,
        W_ANY = 5, W_ALL = 6, W_UNI = 7, W_SYNC = 8, W_MATCH_ANY = 9,
        W_ACTIVEMASK = 10 };
@@ -115,6 +125,18 @@ typedef struct {
     // trace results: per worker arrays of records
     void **trace_ptr;
     uint64_t *trace_len;
+    // set by anyone (the SIGINT handler, Python) to stop the launch between blocks
+    volatile int32_t cancel;
+    int32_t fault_signal;   // FAULT_SIGNAL: the signal; fault_addr its address, fault_kind 1 if
+    int32_t fault_stack;    // a write; fault_stack 1 when the address is at a stack's end
+    // red zones to check after an unchecked launch: the bytes [lo - 256, lo) and [hi, hi + 256)
+    // of every allocation must still hold 0xCD; rz_dirty[i] = 1 where they do not
+    int32_t nredzones;
+    uint64_t *rz_lo, *rz_hi;
+    uint8_t *rz_dirty;
+    // progress: blocks worker i has finished, at done[8 * i] (a cache line each); Python reads
+    // them while the launch runs
+    volatile uint64_t *done;
 } launch_desc;
 
 typedef struct {
@@ -146,6 +168,9 @@ struct worker {
     fctx sched;
     int cur;          // fiber running, -1 outside fiber mode
     jmp_buf jb;       // fast path fault exit
+    sigjmp_buf sig_jb;  // where a caught signal returns to (worker_main)
+    volatile sig_atomic_t armed;  // 1 while a signal in this thread is a fault of the launch
+    char *altstack;   // this worker's alternate signal stack
     int faulted;
     uint64_t barriers;
     uint32_t block_linear;
@@ -479,58 +504,218 @@ static void run_block_fast(worker *w) {
     }
 }
 
+// ---- block orders ---------------------------------------------------------------------------
+// Forward and reverse need no table. A random order of up to RANDOM_TABLE_MAX blocks is a
+// shuffled table; beyond that (a table would take gigabytes) a keyed bijection: a 4-round
+// Feistel network on the smallest even-bit domain that holds every block, cycle-walked into
+// [0, n) (at most 4 steps on average, since the domain is less than 4n).
+#define RANDOM_TABLE_MAX (1u << 22)
+
+typedef struct {
+    int order;
+    uint64_t n;
+    uint32_t *table;       // random order of a small grid
+    int half;              // Feistel: bits per half
+    uint64_t keys[4];
+} block_order;
+
+static uint64_t feistel(const block_order *o, uint64_t x) {
+    uint64_t mask = (1ull << o->half) - 1, l = x >> o->half, r = x & mask;
+    for (int i = 0; i < 4; ++i) {
+        uint64_t s = r ^ o->keys[i];
+        uint64_t f = splitmix(&s) & mask;
+        uint64_t t = l ^ f;
+        l = r;
+        r = t;
+    }
+    return (l << o->half) | r;
+}
+
+static uint64_t block_at(const block_order *o, uint64_t k) {
+    if (o->order == ORDER_FORWARD) return k;
+    if (o->order == ORDER_REVERSE) return o->n - 1 - k;
+    if (o->table) return o->table[k];
+    uint64_t x = k;
+    do x = feistel(o, x); while (x >= o->n);
+    return x;
+}
+
+static int make_block_order(block_order *o, int order, uint64_t n, uint64_t seed) {
+    memset(o, 0, sizeof *o);
+    o->order = order;
+    o->n = n;
+    if (order != ORDER_RANDOM) return 1;
+    uint64_t rng = seed;
+    if (n <= RANDOM_TABLE_MAX) {
+        o->table = malloc((size_t)n * sizeof(uint32_t));
+        if (!o->table) return 0;
+        make_order(o->table, (uint32_t)n, order, &rng);
+        return 1;
+    }
+    int bits = 2;
+    while (bits < 64 && (1ull << bits) < n) bits += 2;
+    o->half = bits / 2;
+    for (int i = 0; i < 4; ++i) o->keys[i] = splitmix(&rng);
+    return 1;
+}
+
+// ---- signals ----------------------------------------------------------------------------------
+static const int fault_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+#define NFAULT_SIGNALS 4
+#define ALTSTACK_BYTES (64u << 10)
+static struct sigaction saved_fault[NFAULT_SIGNALS], saved_int;
+static int int_hooked;
+static launch_desc *volatile current_launch;
+
+static void restore_handlers(void) {
+    for (int i = 0; i < NFAULT_SIGNALS; ++i) sigaction(fault_signals[i], &saved_fault[i], NULL);
+    if (int_hooked) sigaction(SIGINT, &saved_int, NULL);
+    int_hooked = 0;
+}
+
+static void on_fault(int sig, siginfo_t *si, void *ucv) {
+    worker *w = tls_worker;
+    if (w && w->armed) {
+        w->armed = 0;
+        launch_desc *d = w->d;
+        if (record_fault(w, FAULT_SIGNAL)) {
+            uint64_t a = (uint64_t)si->si_addr, sp = 0;
+            int write = 0;
+#if defined(__x86_64__) && defined(__linux__)
+            ucontext_t *uc = ucv;
+            sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+            write = sig == SIGSEGV && (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+            (void)ucv;
+#endif
+            d->fault_signal = sig;
+            d->fault_addr = a;
+            d->fault_kind = (uint32_t)write;
+            // a stack overflow: an access just below the stack pointer, or into the guard
+            // page of the running fiber's stack
+            int stack = sp && a <= sp + 4096 && a + (256u << 10) >= sp;
+            if (w->cur >= 0) {
+                uint64_t lo = (uint64_t)(w->stacks + (size_t)w->cur * w->stack_bytes);
+                stack |= a >= lo && a < lo + 4096;
+            }
+            d->fault_stack = sig == SIGSEGV && stack;
+        }
+        siglongjmp(w->sig_jb, 1);
+    }
+    // not device code: hand the signal back to whoever had it, and let it happen again
+    restore_handlers();
+    if (si->si_code <= 0) raise(sig);
+}
+
+static void on_interrupt(int sig, siginfo_t *si, void *uc) {
+    launch_desc *d = current_launch;
+    if (d) {
+        if (d->cancel) {
+            static const char msg[] = "\nsirius: interrupted\n";
+            ssize_t r = write(2, msg, sizeof msg - 1);
+            (void)r;
+            _exit(130);
+        }
+        d->cancel = 1;
+    }
+    if (saved_int.sa_flags & SA_SIGINFO) {
+        if (saved_int.sa_sigaction) saved_int.sa_sigaction(sig, si, uc);
+    } else if (saved_int.sa_handler != SIG_DFL && saved_int.sa_handler != SIG_IGN) {
+        saved_int.sa_handler(sig);
+    }
+}
+
+static void install_handlers(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NFAULT_SIGNALS; ++i) sigaction(fault_signals[i], &sa, &saved_fault[i]);
+    // SIGINT only where someone handles it (Python does); ignored or default stays so
+    sigaction(SIGINT, NULL, &saved_int);
+    int_hooked = (saved_int.sa_flags & SA_SIGINFO) ||
+                 (saved_int.sa_handler != SIG_DFL && saved_int.sa_handler != SIG_IGN);
+    if (int_hooked) {
+        sa.sa_sigaction = on_interrupt;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigaction(SIGINT, &sa, NULL);
+    }
+}
+
 // ---- launches ---------------------------------------------------------------------------------
 typedef struct {
     worker *w;
-    uint32_t *blocks;  // the block order
-    uint32_t nblocks;
-    uint32_t *next;    // shared claim counter
+    const block_order *order;
+    uint64_t *next;    // shared claim counter
 } work;
 
 static void *worker_main(void *p) {
     work *wk = p;
     worker *w = wk->w;
     launch_desc *d = w->d;
+    uint64_t nblocks = wk->order->n;
     tls_worker = w;
-    uint32_t chunk = wk->nblocks / (8u * (uint32_t)d->nworkers);
+    stack_t ss = {.ss_sp = w->altstack, .ss_size = ALTSTACK_BYTES, .ss_flags = 0}, old_ss;
+    int alt = w->altstack && sigaltstack(&ss, &old_ss) == 0;
+    uint64_t chunk = nblocks / (8u * (uint64_t)d->nworkers);
     if (chunk < 1) chunk = 1;
+    if (sigsetjmp(w->sig_jb, 1)) {  // a fault signal: recorded by on_fault
+        w->cur = -1;
+        w->faulted = 1;
+        goto out;
+    }
+    w->armed = 1;
     for (;;) {
-        uint32_t start = __atomic_fetch_add(wk->next, chunk, __ATOMIC_RELAXED);
-        if (start >= wk->nblocks) break;
-        uint32_t end = start + chunk < wk->nblocks ? start + chunk : wk->nblocks;
-        for (uint32_t k = start; k < end; ++k) {
-            if (__atomic_load_n(&d->fault, __ATOMIC_RELAXED) != FAULT_NONE) return NULL;
-            uint32_t b = wk->blocks[k];
-            w->block_linear = b;
-            w->ctx->ctaid[0] = b % d->grid[0];
-            w->ctx->ctaid[1] = (b / d->grid[0]) % d->grid[1];
-            w->ctx->ctaid[2] = b / (d->grid[0] * d->grid[1]);
+        uint64_t start = __atomic_fetch_add(wk->next, chunk, __ATOMIC_RELAXED);
+        if (start >= nblocks) break;
+        uint64_t end = start + chunk < nblocks ? start + chunk : nblocks;
+        for (uint64_t k = start; k < end; ++k) {
+            if (__atomic_load_n(&d->fault, __ATOMIC_RELAXED) != FAULT_NONE || d->cancel)
+                goto out;
+            uint64_t b = block_at(wk->order, k);
+            w->block_linear = (uint32_t)b;
+            w->ctx->ctaid[0] = (uint32_t)(b % d->grid[0]);
+            w->ctx->ctaid[1] = (uint32_t)((b / d->grid[0]) % d->grid[1]);
+            w->ctx->ctaid[2] = (uint32_t)(b / ((uint64_t)d->grid[0] * d->grid[1]));
             w->faulted = 0;
             if (d->use_fibers) run_block_fibers(w); else run_block_fast(w);
-            if (w->faulted) return NULL;
+            if (w->faulted) goto out;
+            d->done[8 * w->index] += 1;
         }
     }
+out:
+    w->armed = 0;
+    if (alt) sigaltstack(&old_ss, NULL);
+    tls_worker = NULL;
     return NULL;
 }
 
 static worker *workers;
 static int nworkers_alloc;
 
+static void check_redzones(launch_desc *d) {
+    for (int i = 0; i < d->nredzones; ++i) {
+        const uint8_t *lo = (const uint8_t *)d->rz_lo[i] - 256, *hi = (const uint8_t *)d->rz_hi[i];
+        uint8_t bad = 0;
+        for (int k = 0; k < 256; ++k) bad |= (uint8_t)(lo[k] ^ 0xCD) | (uint8_t)(hi[k] ^ 0xCD);
+        d->rz_dirty[i] = bad != 0;
+    }
+}
+
 int sirius_launch(launch_desc *d) {
     int nw = d->nworkers;
     uint32_t nthreads = d->block[0] * d->block[1] * d->block[2];
-    uint64_t nblocks64 = (uint64_t)d->grid[0] * d->grid[1] * d->grid[2];
-    if (nblocks64 > 0xffffffffull || nthreads == 0) return -1;
-    uint32_t nblocks = (uint32_t)nblocks64;
+    uint64_t nblocks = (uint64_t)d->grid[0] * d->grid[1] * d->grid[2];
+    if (nblocks == 0 || nthreads == 0) return -1;
     if (nw > nworkers_alloc) {
         workers = realloc(workers, (size_t)nw * sizeof(worker));
         memset(workers + nworkers_alloc, 0, (size_t)(nw - nworkers_alloc) * sizeof(worker));
         nworkers_alloc = nw;
     }
-    uint32_t *blocks = malloc((size_t)nblocks * sizeof(uint32_t));
-    uint64_t rng = d->seed;
-    make_order(blocks, nblocks, d->order, &rng);
-    uint32_t next = 0;
+    block_order order;
+    if (!make_block_order(&order, d->order, nblocks, d->seed)) return -3;
+    uint64_t next = 0;
     work *wk = calloc((size_t)nw, sizeof(work));
     pthread_t *th = calloc((size_t)nw, sizeof(pthread_t));
     d->fault = FAULT_NONE;
@@ -543,9 +728,11 @@ int sirius_launch(launch_desc *d) {
         w->nthreads = (int)nthreads;
         w->cur = -1;
         w->barriers = 0;
+        d->done[8 * i] = 0;
         w->trace_len = 0;
         w->rng = d->seed * 0x2545f4914f6cdd1dull + (uint64_t)i + 1;
         w->perm = realloc(w->perm, nthreads * sizeof(uint32_t));
+        if (!w->altstack) w->altstack = malloc(ALTSTACK_BYTES);
         w->ctx->w = w;
         memcpy(w->ctx->ntid, d->block, sizeof d->block);
         memcpy(w->ctx->nctaid, d->grid, sizeof d->grid);
@@ -553,15 +740,22 @@ int sirius_launch(launch_desc *d) {
         if (d->use_fibers) {
             w->stack_bytes = d->stack_bytes;
             w->fibers = realloc(w->fibers, nthreads * sizeof(fiber));
-            if (!ensure_stacks(w, (int)nthreads)) { free(blocks); free(wk); free(th); return -2; }
+            if (!ensure_stacks(w, (int)nthreads)) {
+                free(order.table); free(wk); free(th);
+                return -2;
+            }
         }
-        wk[i] = (work){w, blocks, nblocks, &next};
+        wk[i] = (work){w, &order, &next};
     }
+    current_launch = d;
+    install_handlers();
     if (nw == 1) worker_main(&wk[0]);
     else {
         for (int i = 0; i < nw; ++i) pthread_create(&th[i], NULL, worker_main, &wk[i]);
         for (int i = 0; i < nw; ++i) pthread_join(th[i], NULL);
     }
+    restore_handlers();
+    current_launch = NULL;
     memset(d->counters, 0, sizeof d->counters);
     for (int i = 0; i < nw; ++i) {
         worker *w = &workers[i];
@@ -573,7 +767,8 @@ int sirius_launch(launch_desc *d) {
         d->counters[5] += w->barriers;
         if (d->trace) { d->trace_ptr[i] = w->trace; d->trace_len[i] = w->trace_len; }
     }
-    free(blocks); free(wk); free(th);
+    if (!d->check_bounds) check_redzones(d);
+    free(order.table); free(wk); free(th);
     return 0;
 }
 
