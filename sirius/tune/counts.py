@@ -1,0 +1,180 @@
+"""The cost model's inputs, measured on the CPU executor: per dynamic launch its exact
+instruction and global-byte counts (`LaunchStats`), its FLOPs per precision, and the ptxas
+registers and static shared memory of its kernel.
+
+FLOPs are counted exactly without changing the executor: the executor adds, per basic block,
+the number of instructions the block has. A copy of the module in which every floating-point
+operation of one precision is followed by one dead instruction per FLOP (`add i8 0, 0`: two
+after an FMA, one per vector lane) is run on the same inputs; the difference in each launch's
+instruction count is that launch's FLOPs. One extra run per precision the module uses; dead
+instructions cost nothing at run time (the JIT removes them after counting).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
+from sirius.backend.ptxas import KernelResources
+from sirius.tune.model import LaunchCounts
+
+PRECISIONS = {"half": "f16", "bfloat": "f16", "float": "f32", "double": "f64"}
+_FLAGS = r"(?:(?:fast|nnan|ninf|nsz|arcp|contract|afn|reassoc)\s+)*"
+_TYPE = r"(?:<(\d+) x (half|bfloat|float|double)>|(half|bfloat|float|double))"
+_ARITH = re.compile(rf"^\s+%[-\w.$\"]+ = (?:fadd|fsub|fmul|fdiv|frem|fneg)\s+{_FLAGS}{_TYPE}\s")
+_CALL = re.compile(rf"\bcall\b[^@]*?{_TYPE} @([\w.$]+)\(")
+
+
+@dataclass(frozen=True)
+class ProgramText:
+    """What the interpreter needs to load a device module."""
+
+    device_ir: str
+    device_module: object
+    files: tuple
+
+
+def _flop_site(line: str) -> tuple[str, int] | None:
+    """(precision, FLOPs) of one IR line, or None."""
+    m = _ARITH.match(line)
+    weight = 1
+    if m is None:
+        m = _CALL.search(line)
+        if m is None:
+            return None
+        callee = m.group(4)
+        if re.match(r"llvm\.(fma|fmuladd)\.", callee):
+            weight = 2
+        elif not callee.startswith("__nv_"):
+            return None
+    lanes = int(m.group(1)) if m.group(1) else 1
+    ty = m.group(2) or m.group(3)
+    return PRECISIONS[ty], weight * lanes
+
+
+def flop_precisions(ir: str) -> list[str]:
+    """The precisions whose FLOPs `ir` has, in a fixed order."""
+    found = {s[0] for line in ir.splitlines() if (s := _flop_site(line))}
+    return [p for p in ("f16", "f32", "f64") if p in found]
+
+
+def augment(ir: str, precision: str) -> str:
+    """`ir` with one dead instruction after each FLOP of `precision` (see the module doc)."""
+    out: list[str] = []
+    n = 0
+    for line in ir.splitlines():
+        out.append(line)
+        site = _flop_site(line)
+        if site and site[0] == precision:
+            for _ in range(site[1]):
+                out.append(f"  %__sirius_flop{n} = add i8 0, 0")
+                n += 1
+    return "\n".join(out) + "\n"
+
+
+def _program(ir: str, files) -> ProgramText:
+    import llvmlite.binding as llvm
+
+    return ProgramText(ir, llvm.parse_assembly(ir), tuple(files))
+
+
+def input_dtypes(original) -> dict[str, np.dtype]:
+    """The buffer dtypes the original program's kernels give its buffers: fused programs run on
+    the same data when they get these (as `sirius verify` does)."""
+    from sirius.runtime.interpreter import HostInterpreter
+
+    interp = HostInterpreter(original.host, {k.mangled: k for k in original.kernels}, None, None)
+    return dict(interp.dtypes)
+
+
+# Footprints need a traced run (one record per access): only when the program moves at most
+# this many global bytes in all (16 bytes of trace per 4-byte access: 128 MiB of records).
+TRACE_LIMIT = 32 * 1024 * 1024
+
+
+def _run(host: HostProgram, program, kernels, seed: int, dtypes, trace: bool = False):
+    from sirius.runtime.cpu.device import CpuDevice
+    from sirius.runtime.interpreter import run_host_program
+
+    dev = CpuDevice(order="forward", seed=seed, jobs=1, trace=trace)
+    return run_host_program(host, program, kernels, dev, seed=seed, dtypes=dtypes)
+
+
+def launch_regions(host: HostProgram) -> list[int]:
+    """For each static launch (HostProgram.launches() order) the index of its region: the
+    planner's maximal runs of consecutive launches in one host body, in its order."""
+    out: list[int] = []
+    count = 0
+
+    def body(ops: Sequence[Op]) -> None:
+        nonlocal count
+        run = 0
+        for op in ops:
+            if isinstance(op, Launch):
+                out.append(count)
+                run += 1
+                continue
+            if run:
+                count += 1
+                run = 0
+            if isinstance(op, Loop):
+                body(op.body)
+        if run:
+            count += 1
+
+    body(host.ops)
+    return out
+
+
+def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, KernelResources],
+            *, seed: int, dtypes, regions: bool = True) -> list[LaunchCounts]:
+    """Run `host` with device module `ir` and return the model's inputs per dynamic launch."""
+    base = _run(host, _program(ir, files), kernels, seed, dtypes)
+    flops: list[dict[str, int]] = [{} for _ in base.launches]
+    for p in flop_precisions(ir):
+        aug = _run(host, _program(augment(ir, p), files), kernels, seed, dtypes)
+        for i, (a, b) in enumerate(zip(aug.launches, base.launches, strict=True)):
+            flops[i][p] = max(0, a.stats.instructions - b.stats.instructions)
+    feet: list[int | None] = [None] * len(base.launches)
+    total = sum(r.stats.global_load_bytes + r.stats.global_store_bytes for r in base.launches)
+    if total <= TRACE_LIMIT:
+        traced = _run(host, _program(ir, files), kernels, seed, dtypes, trace=True)
+        feet = [footprint(t.records) for t in traced.traces]
+    statics = host.launches()
+    region_of = launch_regions(host) if regions else [-1] * len(statics)
+    out = []
+    for rec, fl in zip(base.launches, flops, strict=True):
+        s = rec.stats
+        op = statics[rec.launch_index]
+        r = resources.get(op.mangled)
+        out.append(LaunchCounts(
+            s.kernel, op.mangled, tuple(s.grid), tuple(s.block), s.smem, s.instructions,
+            s.global_load_bytes + s.global_store_bytes, tuple(sorted(fl.items())),
+            r.registers if r else None, r.smem if r else 0,
+            s.shared_load_bytes + s.shared_store_bytes, s.barriers,
+            region_of[rec.launch_index], feet[len(out)]))
+    return out
+
+
+def footprint(records: np.ndarray) -> int:
+    """Distinct global bytes loaded plus distinct global bytes stored (an atomic both) of one
+    launch's trace (`LaunchTrace.records`)."""
+    g = records[records["space"] == 0]
+    total = 0
+    for kinds in ((0, 2), (1, 2)):
+        sel = g[np.isin(g["kind"], kinds)]
+        if sel.size == 0:
+            continue
+        key = (sel["buffer"].astype(np.int64) << 40) | sel["offset"].astype(np.int64)
+        _, first = np.unique(key, return_index=True)
+        total += int(sel["size"][first].astype(np.int64).sum())
+    return total
+
+
+def files_of(paths: Sequence[Path | str]) -> tuple[str, ...]:
+    return tuple(str(p) for p in paths)

@@ -1,0 +1,371 @@
+"""The explainable cost model: an *estimate* of each launch's time on a GPU of the table.
+
+    time = launch overhead + max(DRAM time, compute time, issue time)
+
+    DRAM time    = DRAM bytes / bandwidth            x slowdown(DRAM warps)
+    compute time = sum over precisions p of FLOPs_p / peak_p   x slowdown(issue warps)
+    issue time   = instructions x SASS-per-IR / issue rate     x slowdown(issue warps)
+
+Inputs and how executor counts become them (sirius/tune/counts.py measures them):
+
+- *instructions*: the CPU executor's exact dynamic count of LLVM IR instructions over all
+  threads. LLVM IR instructions are not SASS instructions: the model multiplies by
+  `Assumptions.sass_per_ir` (1.0 by default: an estimate; address arithmetic folds into SASS
+  addressing modes while libdevice calls, counted as one instruction, expand to many). Issue
+  rate = SMs x 4 schedulers x 32 lanes x clock (one warp instruction per scheduler per clock).
+- *DRAM bytes*: the executor's global load + store bytes are an upper bound on DRAM traffic (a
+  value loaded by several blocks, a matmul tile, is counted each time). The only cache model:
+  when the launch's footprint (distinct bytes loaded plus distinct bytes stored, from an
+  executor trace) fits in the GPU's L2, the footprint is charged instead (each byte comes from
+  DRAM once and is written back once); otherwise the upper bound. Reuse across launches through
+  L2 is not modelled (which favours fusion), nor is L1.
+- *FLOPs*: exact dynamic counts of floating-point arithmetic per precision (an FMA is 2, a
+  vector operation counts its lanes, a libdevice math call counts 1), against the table's
+  non-tensor peaks (tensor-core instructions are not counted).
+- *occupancy*: blocks per SM from the block size, ptxas registers and shared memory (static
+  from ptxas + dynamic from the launch + the per-block reservation) against the GPU's per-SM
+  limits (`occupancy`).
+- *waves and tail*: the grid's blocks fill SMs x blocks-per-SM slots per wave; a wave whose SMs
+  hold fewer warps than a term needs runs that term proportionally slower, and a partial wave
+  uses only some SMs (`Waves.slowdown`). A term's rate reaches its peak with at least
+  `issue_warps_per_sm` resident warps per SM (instructions, FLOPs: 4 per scheduler to cover the
+  ~4-cycle dependent-issue latency) or `dram_warp_fraction` of the SM's warp slots (DRAM), and
+  scales linearly below that. Both are assumptions, stated in every report.
+
+Every `Estimate` keeps its terms and names the bound: the largest of launch overhead, DRAM,
+compute and issue, with its share of the total.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from sirius.tune.gpus import Gpu
+
+TERMS = ("launch", "dram", "compute", "issue")
+TERM_NAMES = {"launch": "launch overhead", "dram": "DRAM bandwidth", "compute": "compute (FLOPs)",
+              "issue": "instruction issue"}
+
+
+@dataclass(frozen=True, slots=True)
+class Assumptions:
+    """The model's constants that no datasheet gives (docs/tune.md)."""
+
+    sass_per_ir: float = 1.0
+    issue_warps_per_sm: int = 16
+    dram_warp_fraction: float = 0.5
+
+    def to_json(self) -> dict:
+        return {"sass_per_ir": self.sass_per_ir, "issue_warps_per_sm": self.issue_warps_per_sm,
+                "dram_warp_fraction": self.dram_warp_fraction}
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchCounts:
+    """One dynamic launch as the model sees it: executor counts plus ptxas resources."""
+
+    kernel: str                      # source name (fused kernels: sirius_v0, ...)
+    mangled: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_smem: int
+    instructions: int                # dynamic LLVM IR instructions, all threads
+    dram_bytes: int                  # global loads + stores (upper bound on DRAM traffic)
+    flops: tuple[tuple[str, int], ...]  # (precision, FLOPs)
+    registers: int | None            # ptxas, per thread
+    static_smem: int                 # ptxas, bytes
+    shared_bytes: int = 0            # informational
+    barriers: int = 0
+    region: int = -1                 # planner region of the launch (-1: not attributed)
+    footprint: int | None = None     # distinct global bytes loaded + stored (None: not traced)
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def total_flops(self) -> int:
+        return sum(n for _, n in self.flops)
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "mangled": self.mangled, "grid": list(self.grid),
+                "block": list(self.block), "dynamic_smem": self.dynamic_smem,
+                "instructions": self.instructions, "dram_bytes": self.dram_bytes,
+                "flops": dict(self.flops), "registers": self.registers,
+                "static_smem": self.static_smem, "shared_bytes": self.shared_bytes,
+                "barriers": self.barriers, "region": self.region,
+                "footprint": self.footprint}
+
+
+# occupancy ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Occupancy:
+    """Resident blocks per SM and what limits them (CUDA occupancy rules)."""
+
+    warps_per_block: int
+    blocks_per_sm: int
+    limiter: str                      # threads | blocks | registers | shared memory
+    limits: tuple[tuple[str, int], ...]  # blocks per SM allowed by each resource
+    max_warps_per_sm: int
+
+    @property
+    def warps_per_sm(self) -> int:
+        return self.blocks_per_sm * self.warps_per_block
+
+    @property
+    def fraction(self) -> float:
+        return self.warps_per_sm / self.max_warps_per_sm
+
+    def to_json(self) -> dict:
+        return {"warps_per_block": self.warps_per_block, "blocks_per_sm": self.blocks_per_sm,
+                "limiter": self.limiter, "limits": dict(self.limits),
+                "occupancy": round(self.fraction, 4)}
+
+
+def occupancy(gpu: Gpu, threads: int, registers: int | None, smem: int) -> Occupancy:
+    """Blocks of `threads` threads using `registers` per thread and `smem` bytes of shared
+    memory (static + dynamic) that fit on one SM. Registers: per warp, rounded up to the
+    allocation unit, out of each of the 4 scheduler partitions' quarter of the register file;
+    shared memory: the per-block reservation added."""
+    warps = max(1, -(-threads // gpu.warp_size))
+    limits = {"threads": gpu.max_threads_per_sm // (warps * gpu.warp_size),
+              "blocks": gpu.max_blocks_per_sm}
+    if registers:
+        per_warp = -(-registers * gpu.warp_size // gpu.register_alloc_unit) \
+            * gpu.register_alloc_unit
+        parts = gpu.schedulers_per_sm
+        warps_by_regs = (gpu.registers_per_sm // parts) // per_warp * parts
+        limits["registers"] = warps_by_regs // warps
+    if smem:
+        per_block = smem + gpu.smem_reserved_per_block
+        limits["shared memory"] = gpu.smem_per_sm // per_block \
+            if smem <= gpu.smem_per_block else 0
+    limiter = min(limits, key=lambda k: (limits[k], list(limits).index(k)))
+    return Occupancy(warps, max(0, limits[limiter]), limiter, tuple(limits.items()),
+                     gpu.max_warps_per_sm)
+
+
+# waves ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Waves:
+    """How a grid's blocks fill the GPU: full waves of SMs x blocks-per-SM, then a tail."""
+
+    blocks: int
+    sms: int
+    blocks_per_sm: int
+    warps_per_block: int
+
+    @property
+    def slots(self) -> int:
+        return self.sms * self.blocks_per_sm
+
+    @property
+    def full(self) -> int:
+        return self.blocks // self.slots
+
+    @property
+    def tail(self) -> int:
+        return self.blocks - self.full * self.slots
+
+    @property
+    def count(self) -> int:
+        return self.full + (1 if self.tail else 0)
+
+    def slowdown(self, saturating_warps: float) -> float:
+        """Time of a term relative to the GPU's peak rate for it: each wave's share of the
+        blocks divided by the fraction of the peak that wave reaches (SMs used x min(1,
+        resident warps per SM / warps needed for the peak))."""
+        def rate(sms_used: int, warps_per_sm: float) -> float:
+            return sms_used / self.sms * min(1.0, warps_per_sm / saturating_warps)
+
+        out = 0.0
+        if self.full:
+            share = self.full * self.slots / self.blocks
+            out += share / rate(self.sms, self.blocks_per_sm * self.warps_per_block)
+        if self.tail:
+            used = min(self.sms, self.tail)
+            out += (self.tail / self.blocks) / rate(used, self.tail / used * self.warps_per_block)
+        return out
+
+    def describe(self) -> str:
+        if self.count == 1 and self.tail:
+            used = min(self.sms, self.tail)
+            return f"1 partial wave ({self.blocks} blocks on {used} of {self.sms} SMs)"
+        tail = f" + a tail of {self.tail} blocks" if self.tail else ""
+        return f"{self.full} full wave(s) of {self.slots} blocks{tail}"
+
+
+# estimates --------------------------------------------------------------------------------------
+def fmt_time(seconds: float) -> str:
+    if math.isinf(seconds):
+        return "inf"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.3g} us"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """The estimated time of one launch with its terms (seconds)."""
+
+    kernel: str
+    launch: float
+    dram: float
+    compute: float
+    issue: float
+    occupancy: Occupancy | None
+    waves: Waves | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def body(self) -> float:
+        return max(self.dram, self.compute, self.issue)
+
+    @property
+    def seconds(self) -> float:
+        return self.launch + self.body
+
+    @property
+    def body_bound(self) -> str:
+        return max(("dram", "compute", "issue"), key=lambda t: getattr(self, t))
+
+    @property
+    def bound(self) -> str:
+        """The largest term: launch, dram, compute or issue."""
+        return max(TERMS, key=lambda t: getattr(self, t))
+
+    def terms(self) -> dict[str, float]:
+        return {t: getattr(self, t) for t in TERMS}
+
+    def explain(self) -> str:
+        """One line: the bound and its share, the other terms, occupancy and waves."""
+        if math.isinf(self.seconds):
+            return f"{self.kernel}: cannot run ({'; '.join(self.notes)}) [estimate]"
+        b = self.bound
+        head = (f"{b.upper() if b == 'dram' else b}-bound: {fmt_time(getattr(self, b))} of "
+                f"{fmt_time(self.seconds)}")
+        rest = [f"{'DRAM' if t == 'dram' else t} {fmt_time(getattr(self, t))}"
+                for t in TERMS if t != b]
+        if b == "launch":
+            rest.append(f"body {self.body_bound.replace('dram', 'DRAM')}-bound")
+        tail = []
+        if self.occupancy is not None:
+            o = self.occupancy
+            tail.append(f"occupancy {o.fraction:.0%} ({o.blocks_per_sm} blocks of "
+                        f"{o.warps_per_block} warps per SM, limited by {o.limiter})")
+        if self.waves is not None:
+            tail.append(self.waves.describe())
+        return f"{head}; " + "; ".join(rest + tail) + " [estimate]"
+
+    def to_json(self) -> dict:
+        return {"kernel": self.kernel, "estimate": True, "seconds": _num(self.seconds),
+                "terms": {t: _num(v) for t, v in self.terms().items()}, "bound": self.bound,
+                "body_bound": self.body_bound,
+                "occupancy": self.occupancy.to_json() if self.occupancy else None,
+                "waves": None if self.waves is None else
+                {"count": self.waves.count, "full": self.waves.full, "tail": self.waves.tail,
+                 "slots": self.waves.slots},
+                "explain": self.explain(), "notes": list(self.notes)}
+
+
+def _num(v: float) -> float | str:
+    return "inf" if math.isinf(v) else v
+
+
+def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estimate:
+    """The estimate of one launch on `gpu`."""
+    notes = []
+    if c.registers is None:
+        notes.append("no ptxas registers for this kernel: occupancy from threads and shared "
+                     "memory only")
+    occ = occupancy(gpu, c.threads, c.registers, c.static_smem + c.dynamic_smem)
+    if occ.blocks_per_sm == 0:
+        notes.append(f"a block does not fit on an SM ({occ.limiter})")
+        return Estimate(c.kernel, gpu.launch_us * 1e-6, math.inf, math.inf, math.inf, occ, None,
+                        tuple(notes))
+    w = Waves(max(1, c.blocks), gpu.sms, occ.blocks_per_sm, occ.warps_per_block)
+    issue_slow = w.slowdown(a.issue_warps_per_sm)
+    dram_slow = w.slowdown(max(1.0, a.dram_warp_fraction * gpu.max_warps_per_sm))
+    dram_bytes = c.dram_bytes
+    if c.footprint is not None and c.footprint <= gpu.l2_bytes:
+        dram_bytes = min(c.dram_bytes, c.footprint)
+    elif c.footprint is None:
+        notes.append("DRAM bytes: executor global bytes (an upper bound; no footprint traced)")
+    dram = dram_bytes / gpu.dram_bytes_per_s * dram_slow
+    compute = sum(n / gpu.flops_per_s(p) for p, n in c.flops) * issue_slow
+    issue = c.instructions * a.sass_per_ir / gpu.issue_rate * issue_slow
+    return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes))
+
+
+# a whole program --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelSummary:
+    """Every dynamic launch of one kernel, summed."""
+
+    kernel: str
+    launches: int
+    seconds: float
+    terms: dict[str, float]
+    instructions: int
+    dram_bytes: int
+    flops: int
+    explain: str  # the first launch's explanation
+
+    @property
+    def bound(self) -> str:
+        return max(TERMS, key=lambda t: self.terms[t])
+
+
+@dataclass(frozen=True)
+class ProgramEstimate:
+    gpu: str
+    launches: tuple[Estimate, ...]
+    counts: tuple[LaunchCounts, ...]
+    kernels: tuple[KernelSummary, ...] = field(default=())
+
+    @property
+    def seconds(self) -> float:
+        return sum(e.seconds for e in self.launches)
+
+    def terms(self) -> dict[str, float]:
+        return {t: sum(getattr(e, t) for e in self.launches) for t in TERMS}
+
+    def to_json(self) -> dict:
+        return {"gpu": self.gpu, "estimate": True, "seconds": _num(self.seconds),
+                "launches": len(self.launches),
+                "terms": {t: _num(v) for t, v in self.terms().items()},
+                "instructions": sum(c.instructions for c in self.counts),
+                "dram_bytes": sum(c.dram_bytes for c in self.counts),
+                "flops": sum(c.total_flops for c in self.counts),
+                "kernels": [{"kernel": k.kernel, "launches": k.launches,
+                             "seconds": _num(k.seconds),
+                             "terms": {t: _num(v) for t, v in k.terms.items()},
+                             "bound": k.bound, "instructions": k.instructions,
+                             "dram_bytes": k.dram_bytes, "flops": k.flops,
+                             "explain": k.explain} for k in self.kernels]}
+
+
+def estimate_program(counts: list[LaunchCounts] | tuple[LaunchCounts, ...], gpu: Gpu,
+                     a: Assumptions = Assumptions()) -> ProgramEstimate:
+    """Estimates of every dynamic launch, and per kernel their sums."""
+    ests = tuple(estimate(c, gpu, a) for c in counts)
+    order: dict[str, list[int]] = {}
+    for i, c in enumerate(counts):
+        order.setdefault(c.kernel, []).append(i)
+    kernels = []
+    for name, idx in order.items():
+        es = [ests[i] for i in idx]
+        cs = [counts[i] for i in idx]
+        kernels.append(KernelSummary(
+            name, len(idx), sum(e.seconds for e in es),
+            {t: sum(getattr(e, t) for e in es) for t in TERMS},
+            sum(c.instructions for c in cs), sum(c.dram_bytes for c in cs),
+            sum(c.total_flops for c in cs), es[0].explain()))
+    return ProgramEstimate(gpu.name, ests, tuple(counts), tuple(kernels))

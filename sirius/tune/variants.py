@@ -1,0 +1,256 @@
+"""The variants `sirius tune` builds and how it explores them.
+
+A variant is a whole fused program. It is described by a `Request`: storage splitting on or
+off, and one *choice* per planner region (a region is a maximal run of consecutive launches in
+one host body, sirius/fusion/plan/planner.py): `vertical`, `horizontal` or `auto` (the
+planner's arrangements, planned for that region) or `unfused` (every launch of the region
+stays its own kernel).
+
+The space is explored per region, never as a cross product over the program:
+
+1. *Whole-program variants*: for each storage setting (both only when splitting changes the
+   program), every region gets the same choice: 4 variants per setting. Each is built (code
+   generation, post-fusion passes, ptxas) and run on the CPU executor for exact counts.
+2. *Per-region choice*: the cost model is a sum over launches, and a fused launch belongs to
+   exactly one region, so each region's time under each choice is read off the four runs above
+   (the estimated time of the launches the region became). Each region independently takes its
+   fastest choice: regions x 4 estimates, not 4^regions builds.
+3. *The mixed variant*: the per-region choices are built as one program (one more build per
+   storage setting, only when the choices differ between regions), so what the combination
+   really becomes (kernels shared between regions, fused kernels undone for breaking a ptxas
+   limit) is built, counted and estimated like every other variant.
+
+So a program with R regions costs 4 or 5 builds per storage setting, whatever R is. The
+arrangements of one region are the planner's (the mixed vertical-in-horizontal arrangement is
+what `auto` plans); shared-memory overlay vs concatenation, post-fusion passes on/off and the
+megakernel variants are not explored yet.
+
+`build_variant(request)` is what runs in a worker (a local process, a Ray task, or this
+process): it compiles and analyses the program once per process (cached), plans, builds and
+measures, and returns a picklable `VariantResult`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from sirius.diagnostics import SiriusError
+from sirius.tune.model import LaunchCounts
+
+CHOICES = ("auto", "vertical", "horizontal", "unfused")  # ties go to the first
+
+
+@dataclass(frozen=True)
+class Source:
+    """The program and how to compile it (picklable: a worker rebuilds everything from it)."""
+
+    files: tuple[str, ...]
+    arch: str
+    entry: str = "main"
+    flags: tuple[str, ...] = ()
+    use_cache: bool = True
+    seed: int = 7
+
+
+@dataclass(frozen=True)
+class Request:
+    """One variant: `choices` has one entry per region, or is one of CHOICES for every region;
+    `original` is the unplanned program (the baseline)."""
+
+    source: Source
+    label: str
+    split_storage: bool = True
+    choices: tuple[str, ...] | str = "auto"
+    original: bool = False
+
+    def choice(self, region: int) -> str:
+        return self.choices if isinstance(self.choices, str) else self.choices[region]
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    label: str
+    split_storage: bool
+    choices: tuple[str, ...] | str
+    original: bool
+    counts: tuple[LaunchCounts, ...] = ()
+    regions: int = 0
+    region_nodes: tuple[tuple[str, ...], ...] = ()  # statement ids per region (a consistency key)
+    launches_before: int = 0
+    launches_after: int = 0
+    fused: tuple[dict, ...] = ()                    # name, arrangement, members
+    undone: tuple[str, ...] = ()
+    ir_sha: str = ""
+    seconds: float = 0.0
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def choices_list(self) -> list[str]:
+        if isinstance(self.choices, str):
+            return [self.choices] * self.regions
+        return list(self.choices)
+
+
+# one analysis per process -------------------------------------------------------------------------
+@dataclass
+class _Session:
+    original: object                  # fusion.driver.Original
+    analysed: object                  # fusion.driver.Analysed
+    dtypes: dict
+    plans: dict = field(default_factory=dict)   # (split, arrangement) -> Plan
+    resources: dict | None = None     # ptxas of the original module
+
+
+_SESSIONS: dict[Source, _Session] = {}
+
+
+def session(src: Source) -> _Session:
+    """Compile, extract and analyse `src` once per process."""
+    s = _SESSIONS.get(src)
+    if s is None:
+        from sirius.analysis.program import analyse
+        from sirius.fusion.driver import Original, kernel_summaries_and_uar
+        from sirius.tune.counts import input_dtypes
+
+        program, kernels, host = analyse([Path(f) for f in src.files], src.entry, src.arch,
+                                         list(src.flags), src.use_cache)
+        original = Original(program, tuple(kernels), host)
+        s = _Session(original, kernel_summaries_and_uar(original), input_dtypes(original))
+        _SESSIONS[src] = s
+    return s
+
+
+def plan_for(src: Source, split: bool, arrangement: str):
+    """The fusion plan of one storage setting and arrangement. Every arrangement of a setting
+    plans the same host program (storage splitting and wavefronts done once), so the regions
+    of different arrangements line up and can be mixed."""
+    from sirius.fusion.driver import Plan, plan_fusion
+    from sirius.fusion.plan.planner import Options, Planner
+
+    s = session(src)
+    key = (split, arrangement)
+    if key not in s.plans:
+        base_key = (split, "auto")
+        if base_key not in s.plans:
+            s.plans[base_key] = plan_fusion(s.analysed, Options(src.arch, "auto", split))
+        base = s.plans[base_key]
+        if arrangement != "auto":
+            opts = Options(src.arch, arrangement, split)
+            regions = Planner(base.host, base.uar, list(s.original.kernels), opts).plan()
+            s.plans[key] = Plan(base.analysed, opts, base.host, base.uar, regions, base.storage,
+                                base.wavefront, dict(base.seconds))
+    return s.plans[key]
+
+
+def storage_changes(src: Source) -> bool:
+    """Whether false-dependence storage splitting changes the program at all."""
+    p = plan_for(src, True, "auto")
+    return p.storage is not None and p.host is not session(src).original.host
+
+
+def _fresh(region, unfused: bool = False):
+    """A copy of a planned region whose mutable parts code generation may rename; `unfused`
+    puts every cluster in a group of its own (with the horizontal plan's single-launch
+    clusters: every launch its own kernel)."""
+    from sirius.fusion.plan.planner import Cluster, Group, Region
+
+    def cl(c) -> Cluster:
+        return Cluster(list(c.nodes), list(c.members), c.block, list(c.reasons), "")
+
+    if unfused:
+        groups = [Group([cl(c)], g.level) for g in region.groups for c in g.clusters]
+    else:
+        groups = [Group([cl(c) for c in g.clusters], g.level) for g in region.groups]
+    return Region(region.body_key, list(region.nodes), groups, list(region.notes))
+
+
+def mixed_plan(req: Request):
+    """The plan of `req`: region r planned with its choice."""
+    from sirius.fusion.driver import Plan
+    from sirius.fusion.plan.planner import Options
+
+    base = plan_for(req.source, req.split_storage, "auto")
+    regions = []
+    for r in range(len(base.regions)):
+        c = req.choice(r)
+        if c not in CHOICES:
+            raise SiriusError(f"unknown variant choice {c!r} (known: {', '.join(CHOICES)})")
+        arr = "horizontal" if c == "unfused" else c
+        regions.append(_fresh(plan_for(req.source, req.split_storage, arr).regions[r],
+                              unfused=c == "unfused"))
+    label = req.choices if isinstance(req.choices, str) else "per-region"
+    opts = Options(req.source.arch, label, req.split_storage)
+    return Plan(base.analysed, opts, base.host, base.uar, regions, base.storage,
+                base.wavefront, dict(base.seconds))
+
+
+def build(req: Request, measure: bool = True):
+    """Build `req` in this process: (VariantResult, FuseResult or None for the original);
+    `measure=False` skips the executor runs (the result then has no counts)."""
+    from sirius.backend import compile_ir
+    from sirius.fusion.driver import generate
+    from sirius.tune import counts as C
+
+    t0 = time.perf_counter()
+    src = req.source
+    s = session(src)
+    o = s.original
+    if req.original:
+        if s.resources is None:
+            s.resources = dict(compile_ir(o.program.device_ir, src.arch)[1].kernels)
+        counts = C.measure(o.host, o.program.device_ir, src.files, o.kernels, s.resources,
+                         seed=src.seed, dtypes=s.dtypes, regions=False)
+        n = len(o.host.launches())
+        return VariantResult(req.label, False, "original", True, tuple(counts),
+                             launches_before=n, launches_after=n,
+                             ir_sha=_sha(o.program.device_ir),
+                             seconds=time.perf_counter() - t0), None
+    plan = mixed_plan(req)
+    res = generate(plan, [Path(f) for f in src.files])
+    counts = C.measure(res.host, res.device_ir, src.files, o.kernels, res.resources,
+                       seed=src.seed, dtypes=s.dtypes) if measure else []
+    fused = tuple({"name": r.name, "arrangement": r.arrangement, "region": r.region,
+                   "members": [f"{n.sid} {n.launch.kernel}" for n in r.nodes]}
+                  for r in res.fused)
+    choices = req.choices if isinstance(req.choices, str) else tuple(req.choices)
+    vr = VariantResult(req.label, req.split_storage, choices, False, tuple(counts),
+                       len(plan.regions),
+                       tuple(tuple(n.sid for n in r.nodes) for r in plan.regions),
+                       res.launches_before, res.launches_after, fused, tuple(res.undone),
+                       _sha(res.device_ir), time.perf_counter() - t0)
+    return vr, res
+
+
+def build_variant(req: Request) -> VariantResult:
+    """Worker entry point: build and measure one variant; an error becomes `.error`."""
+    try:
+        return build(req)[0]
+    except SiriusError as e:
+        msg = e.message
+    except Exception as e:  # noqa: BLE001 - a bug must not take the other variants down
+        msg = f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
+    choices = req.choices if isinstance(req.choices, str) else tuple(req.choices)
+    return VariantResult(req.label, req.split_storage, choices, req.original, error=msg)
+
+
+def whole_program_requests(src: Source, splits: list[bool]) -> list[Request]:
+    out = [Request(src, "original", False, "original", original=True)]
+    for split in splits:
+        tag = "" if split else " (no storage split)"
+        out += [Request(src, f"{c}{tag}", split, c) for c in CHOICES]
+    return out
+
+
+def with_choices(req: Request, choices: list[str], label: str) -> Request:
+    return replace(req, label=label, choices=tuple(choices), original=False)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
