@@ -84,7 +84,7 @@ def _kernel_json(s) -> dict:
     return {"kernel": s.name, "loops": [{"name": lp.name, "start": None if lp.start is None
                                          else str(lp.start), "step": lp.step,
                                          "exact": lp.exact} for lp in s.loops],
-            "accesses": [{"kind": a.kind, "base": f"{a.base.space}:{a.base.ref}",
+            "accesses": [{"kind": a.kind, "base": str(a.base),
                           "relation": str(a.relation), "bytes": str(a.extent),
                           "exact": a.exact, "reason": a.reason or None,
                           "line": a.loc.line if a.loc else None} for a in s.accesses]}
@@ -121,7 +121,7 @@ def render_text(uar: UAR, files: list[Path]) -> str:
             if not a.exact:
                 line = f":{a.loc.line}" if a.loc else ""
                 lines.append(f"  inexact: {le.summary.name}{line} {a.kind} "
-                             f"{a.base.space} {a.base.ref}: {a.reason}")
+                             f"{a.base}: {a.reason}")
     lines += [f"warning: {w}" for w in uar.warnings]
     secs = ", ".join(f"{k} {v:.2f} s" for k, v in uar.seconds.items())
     lines += ["", f"time: {secs}"]

@@ -288,6 +288,8 @@ class HostInterpreter:
             else:
                 assert isinstance(op.src, HostRef)
                 src = self._host_array(op.src.name, n, self.dtypes[name])[:n]
+            if op.pointers:  # device addresses the host wrote: this run's, not random bytes
+                src = self._with_addresses(src, op, env)
             self.dev.copy_to_device(self.addr[name] + off, src)
         elif op.kind == "D2H":
             name, off = self._resolve(op.src, env)
@@ -298,6 +300,21 @@ class HostInterpreter:
             dname, doff = self._resolve(op.dst, env)
             sname, soff = self._resolve(op.src, env)
             self.dev.copy_device(self.addr[dname] + doff, self.addr[sname] + soff, n)
+
+    def _with_addresses(self, src: np.ndarray, op: Copy, env) -> np.ndarray:
+        """The bytes of a host-to-device copy with the device addresses the host model says the
+        host wrote there (Copy.pointers) replaced by the addresses of this run's buffers."""
+        out = np.array(src, dtype=np.uint8, copy=True)
+        for rel, ref in op.pointers:
+            if rel + 8 > out.size:
+                continue
+            target, toff = self._resolve(ref, env)
+            if target not in self.addr:
+                raise SiriusError(f"this copy sends the address of buffer {target}, which is "
+                                  "not allocated at this point", op.loc)
+            out[rel:rel + 8] = np.frombuffer(
+                np.uint64(self.addr[target] + toff).tobytes(), dtype=np.uint8)
+        return out
 
     def _launch(self, op: Launch, env) -> None:
         args = []

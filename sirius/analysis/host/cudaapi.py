@@ -199,6 +199,14 @@ def kernel_signatures(device: ModuleView) -> dict[str, KernelSig]:
     return out
 
 
+def address_buffers(a: Address) -> set[str]:
+    return {a.buffer} if isinstance(a, DevRef) else {c.buffer for c in a.choices}
+
+
+def _at(u: Unknown) -> str:
+    return f", line {u.loc.line}" if u.loc is not None else ""
+
+
 def stub_to_kernel(stub: str) -> str:
     """clang names a kernel's host stub `__device_stub__<name>` inside the same mangling."""
     m = re.search(r"(\d+)__device_stub__", stub)
@@ -267,13 +275,28 @@ class CudaRuntime:
                 n.e.is_const and dst.offset.is_const and src.offset.is_const:
             cells = dict(mem.cells.get(src.region, {}))
             self.clobber(dst, n, ins, "copied from host memory sirius does not know")
+            self.carry(dst, src)
             for off, (size, v) in cells.items():
                 rel = off - src.offset.const
                 if 0 <= rel and rel + size <= n.e.const:
                     mem.store(dst.region, dst.offset.const + rel, size, v)
             return Unknown("memcpy")
         self.clobber(dst, n, ins, "copied by memcpy")
+        if isinstance(dst, HostPtr) and isinstance(src, HostPtr) and \
+                mem.device_addresses(src.region):
+            mem.taint(dst.region, Unknown(f"device addresses copied from '{src.region.name}' "
+                                          "where sirius cannot follow them",
+                                          self.interp.loc(ins)))
+        self.carry(dst, src)
         return Unknown("memcpy")
+
+    def carry(self, dst: AV, src: AV) -> None:
+        """What a host copy moves besides its cells: taint and copied-back device bytes."""
+        mem = self.interp.mem
+        if isinstance(dst, HostPtr) and isinstance(src, HostPtr):
+            if src.region in mem.tainted:
+                mem.taint(dst.region, mem.tainted[src.region])
+            mem.add_from_device(dst.region, mem.from_device.get(src.region, frozenset()))
 
     def clobber(self, dst: AV, n: AV, ins: Instr, why: str) -> None:
         u = Unknown(why, self.interp.loc(ins))
@@ -364,20 +387,69 @@ class CudaRuntime:
         nbytes = self.bytes_of(n, ins, "copy")
         loc = self.interp.loc(ins)
         if k == 1:
+            pointers, via = self.device_addresses_in(src, nbytes, ins)
             op = Copy("H2D", self.device_address(dst, ins, "the copy's destination"),
-                      self.host_ref(src), nbytes, is_async, loc)
+                      self.host_ref(src), nbytes, is_async, loc, pointers, via)
         elif k == 2:
-            op = Copy("D2H", self.host_ref(dst),
-                      self.device_address(src, ins, "the copy's source"), nbytes, is_async, loc)
+            address = self.device_address(src, ins, "the copy's source")
+            op = Copy("D2H", self.host_ref(dst), address, nbytes, is_async, loc)
             if isinstance(dst, HostPtr):
                 self.interp.mem.havoc(dst.region, Unknown(
                     f"'{dst.region.name}' holds data copied from the device at line "
                     f"{loc.line if loc else '?'}", loc))
+                self.interp.mem.add_from_device(dst.region, address_buffers(address))
         else:
             op = Copy("D2D", self.device_address(dst, ins, "the copy's destination"),
                       self.device_address(src, ins, "the copy's source"), nbytes, is_async, loc)
         self.interp.emit(op)
         return const(0, 32)
+
+    def device_addresses_in(self, src: AV, nbytes: Expr, ins: Instr
+                            ) -> tuple[tuple[tuple[int, Address], ...], tuple[str, ...]]:
+        """The device addresses the host wrote into the bytes a host-to-device copy sends (byte
+        offset in the copy, address), and the device buffers whose copied-back bytes they are.
+        Device addresses sirius cannot place are refused: the copy would send garbage."""
+        mem = self.interp.mem
+        if not isinstance(src, HostPtr):
+            tainted = next(iter(mem.tainted.values()), None)
+            if tainted is not None:
+                raise self.error(
+                    "this copy sends host memory sirius cannot follow, and the program writes "
+                    f"device addresses into host memory ({tainted.reason}"
+                    f"{_at(tainted)}); sirius cannot tell whether they are sent", ins,
+                    "copy from a host array named directly in the call")
+            return (), ()
+        region = src.region
+        if region in mem.tainted:
+            why = mem.tainted[region]
+            raise self.error(
+                f"'{region.name}' holds device addresses sirius cannot place ({why.reason}"
+                f"{_at(why)}); the device would receive them as garbage", ins,
+                "store device pointers into host arrays at constant indices, outside loops, "
+                "or pass the buffers to the kernels as arguments")
+        cells = mem.cells.get(region, {})
+        held = [(off, size, v.addr) for off, (size, v) in sorted(cells.items())
+                if isinstance(v, DevPtr)]
+        via = tuple(sorted(mem.from_device.get(region, frozenset())))
+        if not held:
+            return (), via
+        if not src.offset.is_const:
+            raise self.error(f"this copy sends '{region.name}', which holds device addresses, "
+                             "from an offset that depends on loop variables; sirius cannot "
+                             "place the addresses", ins)
+        start = src.offset.const
+        top = nbytes.const if nbytes.is_const else None
+        out = []
+        for off, size, addr in held:
+            rel = off - start
+            if rel + size <= 0 or (top is not None and rel >= top):
+                continue
+            if size != 8 or rel < 0:
+                raise self.error(f"'{region.name}' holds a device address in {size} bytes at "
+                                 f"byte {off}, which this copy cuts; sirius only places whole "
+                                 "8-byte addresses", ins)
+            out.append((rel, addr))
+        return tuple(out), via
 
     def host_ref(self, av: AV) -> HostRef:
         return HostRef(av.region.name if isinstance(av, HostPtr) else "host")

@@ -311,17 +311,25 @@ class HostInterpreter(HostFlow):
         p = self.val(frame, ins.operands[1])
         if isinstance(v, HostPtr):
             self.escaped.add(v.region)
+        device, via = self.provenance(frame, ins.operands[0])
         if isinstance(p, HostPtr):
-            if p.offset.is_const:
+            placed = p.offset.is_const
+            if placed:
                 self.mem.store(p.region, p.offset.const, self.types.size(ins.operands[0].type), v)
             else:
                 self.mem.havoc(p.region, Unknown(f"host memory '{p.region.name}' written at "
                                                  "an index that depends on loop variables",
                                                  self.loc(ins)))
+            if device and not (placed and isinstance(v, DevPtr)):
+                where = "an index that depends on loop variables" if not placed else \
+                    "a value sirius does not know"
+                self.mem.taint(p.region, Unknown(f"a device address written to "
+                                                 f"'{p.region.name}' at {where}", self.loc(ins)))
+            self.mem.add_from_device(p.region, via)
         elif not isinstance(p, DevPtr):
             self.havoc_through(frame, ins.operands[1],
                                Unknown("host memory written through a pointer sirius does not "
-                                       "follow", self.loc(ins)))
+                                       "follow", self.loc(ins)), device, via, ins)
 
     def call(self, frame: Frame, ins: Instr) -> AV:
         callee = ins.callee
@@ -360,12 +368,24 @@ class HostInterpreter(HostFlow):
         fn = self.view.functions.get(name)
         if fn is not None and not fn.is_declaration:
             return self.call_function(fn, args, ins)
-        # An external function: assume it may write through every pointer it receives.
+        # An external function: assume it may write through every pointer it receives, and
+        # copy there what the others point to.
         if not cudaapi.is_readonly(name):
+            device = any(isinstance(av, DevPtr) for av in args)
+            via: frozenset[str] = frozenset()
+            for a in args_v:
+                if a.type.startswith("ptr"):
+                    d, v = self.provenance(frame, a, through=True)
+                    device, via = device or d, via | v
             for av in args:
                 if isinstance(av, HostPtr):
                     self.escaped.add(av.region)
                     self.mem.havoc(av.region, Unknown(f"written by {name}()", self.loc(ins)))
+                    if device:
+                        self.mem.taint(av.region, Unknown(f"device addresses may be copied to "
+                                                          f"'{av.region.name}' by {name}()",
+                                                          self.loc(ins)))
+                    self.mem.add_from_device(av.region, via)
         if cudaapi.is_allocator(name):
             r = Region(self.var_name(frame, ins), "heap")
             self.regions[f"heap{r.id}"] = r

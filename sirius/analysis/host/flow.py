@@ -48,6 +48,21 @@ class LoopCtx:
     inside: dict[Block, Block]  # exiting block -> its successor inside the loop
 
 
+# Instructions whose result carries the bits of their operands (a pointer made into an integer
+# and back, moved, offset, selected).
+_CARRY = {"getelementptr", "bitcast", "addrspacecast", "ptrtoint", "inttoptr", "zext", "sext",
+          "trunc", "freeze", "add", "sub", "or", "and", "xor", "shl", "lshr", "ashr", "phi",
+          "select", "extractvalue", "insertvalue", "extractelement", "insertelement",
+          "shufflevector"}
+
+
+def _join(items) -> tuple[bool, frozenset[str]]:
+    device, via = False, frozenset()
+    for d, v in items:
+        device, via = device or d, via | v
+    return device, via
+
+
 # Outcomes of walking a region.
 _BACKEDGE, _END = "backedge", "end"
 
@@ -167,27 +182,84 @@ class HostFlow:
     def havoc_region(self, frame: Frame, blocks, where: Block) -> None:
         loc = self.loc(where.terminator)
         why = Unknown(f"computed by host code sirius skips (line {loc.line if loc else '?'})")
+        blocks = set(blocks)
+        # what the skipped code may write where, judged before its values are forgotten
+        writes: list[tuple[Value, tuple[bool, frozenset[str]], Instr]] = []
         for b in blocks:
             for ins in b.instrs:
-                frame.env[ins] = why
-                targets: list[Value] = []
                 if ins.opcode == "store":
-                    targets = [ins.operands[1]]
+                    writes.append((ins.operands[1],
+                                   self.provenance(frame, ins.operands[0], blocks), ins))
                 elif ins.opcode in ("call", "invoke"):
                     callee = ins.callee
                     name = callee.name if callee is not None else ""
                     if name.startswith(_IGNORED_INTRINSICS) or cudaapi.is_readonly(name):
                         continue
-                    targets = [a for a in ins.args if a.type.startswith("ptr")]
-                for t in targets:
-                    self.havoc_through(frame, t, why)
+                    ptrs = [a for a in ins.args if a.type.startswith("ptr")]
+                    # what the callee may copy: what its pointers point to (a pointer it is
+                    # given, unless a known device address, is not taken for one)
+                    carried = _join([self.provenance(frame, a, blocks, through=True)
+                                     for a in ptrs] + [(True, frozenset()) for a in ptrs
+                                                       if isinstance(frame.env.get(a), DevPtr)])
+                    writes += [(a, carried, ins) for a in ptrs]
+        for b in blocks:
+            for ins in b.instrs:
+                frame.env[ins] = why
+        for t, (device, via), ins in writes:
+            self.havoc_through(frame, t, why, device, via, ins)
 
-    def havoc_through(self, frame: Frame, ptr: Value, why: Unknown) -> None:
+    def havoc_through(self, frame: Frame, ptr: Value, why: Unknown, device: bool = False,
+                      via: frozenset[str] = frozenset(), ins: Instr | None = None) -> None:
+        """Forget what the memory `ptr` may point into holds; `device`: a device address may
+        have been written there (where is not known), `via`: bytes of those device buffers."""
         regions = self.pointer_regions(frame, ptr, set())
         if regions is None:
             regions = {r for r in self.regions.values() if r.kind != "alloca"} | self.escaped
         for r in regions:
             self.mem.havoc(r, why)
+            if device:
+                self.mem.taint(r, Unknown(f"a device address written to '{r.name}' by code "
+                                          "sirius does not follow", self.loc(ins)))
+            self.mem.add_from_device(r, via)
+
+    def provenance(self, frame: Frame, v: Value, blocks=frozenset(), depth: int = 0,
+                   through: bool = False) -> tuple[bool, frozenset[str]]:
+        """Whether the value `v` may be a device address the host made (True, or the bits of
+        one), and the device buffers whose copied-back bytes it may carry. `blocks`: code being
+        skipped (its values are not known); `through`: the memory `v` points to, not `v`."""
+        if depth > 12:
+            return True, self._all_from_device()
+        if through:
+            regions = self.pointer_regions(frame, v, set())
+            if regions is None:  # memory sirius cannot name (a FILE *, a library's buffer)
+                return False, frozenset()
+            return (any(self.mem.device_addresses(r) for r in regions),
+                    frozenset().union(*(self.mem.from_device.get(r, frozenset())
+                                         for r in regions)))
+        if isinstance(v, Instr) and v.block in blocks:
+            op = v.opcode
+            if op == "load":
+                return self.provenance(frame, v.operands[0], blocks, depth + 1, through=True)
+            if op in _CARRY:
+                ops = v.operands[1:] if op == "select" else v.operands
+                return _join(self.provenance(frame, o, blocks, depth + 1) for o in ops
+                             if o.kind != "block")
+            if op in ("alloca", "fcmp", "icmp") or op.startswith("f") or op.endswith("tofp"):
+                return False, frozenset()
+            if op in ("call", "invoke") and v.callee is not None and \
+                    cudaapi.is_allocator(v.callee.name):
+                return False, frozenset()
+            return v.type.startswith(("ptr", "i64")), frozenset()
+        av = frame.env.get(v) if v in frame.env else self.val(frame, v)
+        if isinstance(av, DevPtr):
+            return True, frozenset()
+        if isinstance(av, Unknown):
+            return v.type.startswith("ptr") or (isinstance(v, Instr) and
+                                                v.opcode == "ptrtoint"), frozenset()
+        return False, frozenset()
+
+    def _all_from_device(self) -> frozenset[str]:
+        return frozenset().union(*self.mem.from_device.values())
 
     def pointer_regions(self, frame: Frame, v: Value, seen: set) -> set[Region] | None:
         if v in seen:
@@ -319,13 +391,15 @@ class HostFlow:
     def snapshot(self, frame: Frame):
         cells = {r: dict(c) for r, c in self.mem.cells.items()}
         return (dict(frame.env), cells, dict(self.mem.havocked), set(self.escaped),
-                self.api.snapshot(), self.n_opaque)
+                self.api.snapshot(), self.n_opaque, dict(self.mem.tainted),
+                dict(self.mem.from_device))
 
     def restore(self, frame: Frame, saved) -> None:
-        env, cells, havocked, escaped, api, n_opaque = saved
+        env, cells, havocked, escaped, api, n_opaque, tainted, from_device = saved
         frame.env.clear()
         frame.env.update(env)
         self.mem.cells, self.mem.havocked, self.escaped = cells, havocked, escaped
+        self.mem.tainted, self.mem.from_device = tainted, from_device
         self.api.restore(api)
         self.n_opaque = n_opaque
 

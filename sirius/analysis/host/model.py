@@ -114,17 +114,29 @@ class Free:
 
 @dataclass(frozen=True, slots=True)
 class Copy:
+    """A copy. A host-to-device copy whose host bytes hold device addresses the host wrote
+    lists them in `pointers`: (byte offset from the start of the copied bytes, the address held
+    there as 8 bytes); one whose host bytes came back from the device (an earlier device-to-
+    host copy into that host memory) names those device buffers in `via`."""
+
     kind: str  # H2D | D2H | D2D
     dst: Address | HostRef
     src: Address | HostRef
     bytes: Expr
     is_async: bool = False
     loc: Location | None = None
+    pointers: tuple[tuple[int, Address], ...] = ()
+    via: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return {"op": "copy", "kind": self.kind, "dst": self.dst.to_json(),
-                "src": self.src.to_json(), "bytes": self.bytes.to_json(),
-                "async": self.is_async, "loc": _loc(self.loc)}
+        out = {"op": "copy", "kind": self.kind, "dst": self.dst.to_json(),
+               "src": self.src.to_json(), "bytes": self.bytes.to_json(),
+               "async": self.is_async, "loc": _loc(self.loc)}
+        if self.pointers:
+            out["pointers"] = [{"offset": off, **a.to_json()} for off, a in self.pointers]
+        if self.via:
+            out["via"] = list(self.via)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

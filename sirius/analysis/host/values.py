@@ -142,11 +142,31 @@ def offset_addr(a: DevRef | Rotating, delta: Expr) -> DevRef | Rotating:
 
 class Memory:
     """Host memory as cells (region, byte offset) -> (size, value). Only constant offsets are
-    tracked; a store at an unknown offset makes the whole region unknown."""
+    tracked; a store at an unknown offset makes the whole region unknown.
+
+    Device addresses in host memory are followed too, because a copy to the device can carry
+    them: a region `tainted` may hold device addresses at places sirius does not know (a copy of
+    it to the device is refused), and `from_device` names the device buffers whose bytes were
+    copied back into a region (they may hold addresses the kernels stored)."""
 
     def __init__(self) -> None:
         self.cells: dict[Region, dict[int, tuple[int, AV]]] = {}
         self.havocked: dict[Region, Unknown] = {}
+        self.tainted: dict[Region, Unknown] = {}
+        self.from_device: dict[Region, frozenset[str]] = {}
+
+    def taint(self, region: Region, why: Unknown) -> None:
+        self.tainted.setdefault(region, why)
+
+    def add_from_device(self, region: Region, buffers) -> None:
+        if buffers:
+            self.from_device[region] = self.from_device.get(region, frozenset()) | \
+                frozenset(buffers)
+
+    def device_addresses(self, region: Region) -> bool:
+        """Whether the region may hold a device address the host wrote."""
+        return region in self.tainted or any(
+            isinstance(v, DevPtr) for _, v in self.cells.get(region, {}).values())
 
     def store(self, region: Region, offset: int, size: int, value: AV) -> None:
         cells = self.cells.setdefault(region, {})

@@ -31,14 +31,18 @@ from sirius.analysis.kernel.affine import (
     Val,
     space_of_global,
 )
+from sirius.analysis.kernel.calls import CallSites, callee_binding, callee_info
 from sirius.analysis.kernel.domains import ControlFlow, LoopDim
 from sirius.analysis.kernel.facts import KernelInfo
+from sirius.analysis.kernel.flows import (
+    ASM_RE,
+    READ_ONLY_CALLS,
+    FlowAnalyzer,
+    PointerFlow,
+    asm_touches_memory,
+)
 from sirius.diagnostics import Location
 
-_ASM_RE = re.compile(
-    r'\basm (?:sideeffect |alignstack |inteldialect |unwind )*"([^"]*)", "([^"]*)"')
-_ASM_MEMORY_RE = re.compile(r"(?<![\w.])(?:ld|st|atom|red|cp\.async|ldmatrix|stmatrix|prefetch|"
-                            r"cp\.reduce|multimem|tex|suld|sust)\b")
 _PURE_INTRINSIC_RE = re.compile(
     r"llvm\.(?:nvvm\.(?:read\.ptx|barrier|bar\.|shfl|vote|activemask|match|redux|fence|membar|"
     r"fmax|fmin|fabs|sqrt|rsqrt|rcp|ex2|lg2|sin|cos|mul|add|fma|div|saturate|f2|d2|i2|ui2|ll2|"
@@ -84,6 +88,7 @@ class KernelSummary:
     barriers: int
     thread_independent: bool  # no barrier, shared memory or warp-level op: threads can move
     warnings: tuple[str, ...]
+    flows: frozenset[PointerFlow] = frozenset()  # pointers the kernel may store (kernel/flows)
 
     @property
     def key(self) -> tuple[str, Binding]:
@@ -131,19 +136,38 @@ class KernelAnalyzer:
     def __init__(self, view: ModuleView, infos: list[KernelInfo]):
         self.view = view
         self.infos = {k.mangled: k for k in infos}
+        self.flows = FlowAnalyzer(view, _pure)
         self._cfg: dict[str, FunctionCFG] = {}
         self._cache: dict[tuple[str, Binding], KernelSummary] = {}
+        self._callees: dict[tuple, KernelSummary] = {}
+
+    def _cfg_of(self, fn: Function) -> FunctionCFG:
+        cfg = self._cfg.get(fn.name)
+        if cfg is None:
+            cfg = self._cfg[fn.name] = FunctionCFG(fn)
+        return cfg
 
     def summary(self, mangled: str, binding: Binding) -> KernelSummary:
         key = (mangled, binding)
         got = self._cache.get(key)
         if got is None:
             fn = self.view.functions[mangled]
-            cfg = self._cfg.get(mangled)
-            if cfg is None:
-                cfg = self._cfg[mangled] = FunctionCFG(fn)
-            got = _Flow(self.view, self.infos[mangled], fn, cfg, binding).run()
+            got = _Flow(self.view, self.infos[mangled], fn, self._cfg_of(fn), binding,
+                        self).run()
             self._cache[key] = got
+        return got
+
+    def callee_summary(self, fn: Function, binding: Binding, depth: int,
+                       stack: tuple[str, ...]) -> KernelSummary:
+        """A non-inlined device function's accesses under a launch configuration, relative to
+        its own parameters (kernel/calls.py moves them to each call site)."""
+        b = callee_binding(binding)
+        key = (fn.name, b, depth)
+        got = self._callees.get(key)
+        if got is None:
+            got = _Flow(self.view, callee_info(self.view, fn, depth), fn, self._cfg_of(fn), b,
+                        self, depth, stack).run()
+            self._callees[key] = got
         return got
 
 
@@ -155,7 +179,13 @@ def _shared_globals(view: ModuleView, info: KernelInfo) -> list[str]:
             and space_of_global(view.global_texts.get(g, "")) == "shared"]
 
 
-class _Flow(ControlFlow):
+class _Flow(ControlFlow, CallSites):
+    def __init__(self, view: ModuleView, info: KernelInfo, fn: Function, cfg: FunctionCFG,
+                 binding: Binding, analyzer: KernelAnalyzer | None = None, depth: int = 0,
+                 stack: tuple[str, ...] = ()):
+        super().__init__(view, info, fn, cfg, binding)
+        self.analyzer, self.depth, self.stack = analyzer, depth, stack
+
     # accesses ---------------------------------------------------------------------------------
     def run(self) -> KernelSummary:
         order = self._rpo()
@@ -174,7 +204,8 @@ class _Flow(ControlFlow):
             shared_bytes=tuple(n for _, n in self.info.shared_arrays),
             barriers=self.info.barriers,
             thread_independent=not (self.info.barriers or shared or self.info.warp_ops),
-            warnings=tuple(self.warnings))
+            warnings=tuple(dict.fromkeys(self.warnings)),
+            flows=self.analyzer.flows.flows(self.fn) if self.analyzer else frozenset())
 
     def _size(self, ty: str) -> int:
         try:
@@ -200,8 +231,8 @@ class _Flow(ControlFlow):
         callee = ins.callee
         name = callee.name if isinstance(callee, Function) else ""
         args = ins.args
-        if m := _ASM_RE.search(ins.text):
-            if not (_ASM_MEMORY_RE.search(m.group(1)) or "~{memory}" in m.group(2)):
+        if m := ASM_RE.search(ins.text):
+            if not asm_touches_memory(ins):
                 return []
             return self._everything(ins, b, f"inline asm touching memory: {m.group(1)[:40]}")
         if name.startswith(("llvm.memcpy", "llvm.memmove", "llvm.memset")):
@@ -227,22 +258,31 @@ class _Flow(ControlFlow):
                                      if p.base and p.base.space == "local"}:
                     out += self._whole(ins, b, base, f"pointer passed to {name}")
             return out
-        if isinstance(callee, Function) and not callee.is_declaration and _pure(callee):
-            return []
+        if isinstance(callee, Function) and not callee.is_declaration:
+            return [] if _pure(callee) else self._call_site(ins, b, callee)
+        if name in READ_ONLY_CALLS:  # vprintf(format, arguments): reads what it is given
+            out = []
+            for a in ptrs:
+                v = self.ev.value(a)
+                for base in {p.base or ANY for p in v.pieces} if v.known else {ANY}:
+                    if base.space not in ("local", "const", "null"):
+                        out += self._whole(ins, b, base, f"pointer passed to {name}", ("load",))
+            return out
         what = f"call to {name}" if name else "indirect call"
         return self._everything(ins, b, what)
 
     def _everything(self, ins: Instr, b: Block, why: str) -> list[Access]:
         loc = self.view.loc(ins)
         self.warnings.append(f"{loc or self.info.name}: {why}: the kernel is assumed to read "
-                             "and write every buffer it receives")
+                             "and write every allocation and every module global")
         return self._whole(ins, b, ANY, why)
 
-    def _whole(self, ins: Instr, b: Block, base: Base, why: str) -> list[Access]:
+    def _whole(self, ins: Instr, b: Block, base: Base, why: str,
+               kinds: tuple[str, ...] = ("load", "store")) -> list[Access]:
         rel = self._relation(b, None, None)
         loc = self.view.loc(ins)
         return [Access(kind, base, rel, Expr(1), True, False, why, loc, ins.opcode)
-                for kind in ("load", "store")]
+                for kind in kinds]
 
     def _relation(self, b: Block, cond: isl.Set | None, expr: Expr | None) -> isl.Map:
         dom = self.dom[b] if cond is None else self.dom[b].intersect(cond)
@@ -295,7 +335,7 @@ def _pure(fn: Function) -> bool:
             if ins.opcode == "call":
                 callee = ins.callee
                 name = callee.name if isinstance(callee, Function) else ""
-                if _ASM_RE.search(ins.text) or not name:
+                if ASM_RE.search(ins.text) or not name:
                     return False
                 if not (_PURE_INTRINSIC_RE.match(name) or (name.startswith("__nv_") and not any(
                         a.type.startswith("ptr") for a in ins.args))):

@@ -49,6 +49,7 @@ from sirius.analysis.kernel.pieces import (
     Val,
     collapse,
     const,
+    loaded,
     meet,
     same,
     space_of_global,
@@ -56,7 +57,8 @@ from sirius.analysis.kernel.pieces import (
 )
 
 __all__ = ["ANY", "MAX_PIECES", "THREAD_DIMS", "Base", "Binding", "Cond", "Piece", "Space", "Val",
-           "ValueEval", "collapse", "const", "same", "signed", "space_of_global", "unknown"]
+           "ValueEval", "collapse", "const", "loaded", "same", "signed", "space_of_global",
+           "unknown"]
 
 _SREG_RE = re.compile(r"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ctaid|ntid|nctaid)\.([xyz])$")
 _AXIS = {"x": 0, "y": 1, "z": 2}
@@ -143,7 +145,12 @@ class ValueEval(Conditions):
             if v.type.startswith("ptr"):
                 return Val((Piece(None, Expr(0), Base("param", v.index)),))
             s = self.binding.scalars[v.index] if v.index < len(self.binding.scalars) else None
-            return const(s) if s is not None else const(Expr.var(self.param_names[v.index]))
+            if s is not None:
+                return const(s)
+            name = self.param_names[v.index]
+            if name not in self.space.params:  # a float or bool parameter
+                return unknown(f"parameter {name[3:]} of type {v.type}")
+            return const(Expr.var(name))
         if v.kind == "global":
             space = space_of_global(self.globals.get(v.name, ""))
             return Val((Piece(None, Expr(0), Base(space, v.name)),))
@@ -230,6 +237,8 @@ class ValueEval(Conditions):
             return Val((Piece(None, Expr(0), Base("local", v.name)),))
         if op == "call":
             return self._call(v)
+        if op == "load" and v.type.startswith("ptr"):
+            return self.loaded_pointer(v)
         if op in ("load", "atomicrmw", "cmpxchg", "extractvalue"):
             return unknown(f"value loaded from memory{self._where(v)}")
         if op in _BINOPS:
@@ -243,6 +252,15 @@ class ValueEval(Conditions):
                 out = self.wrap(out, bits)
             return out
         return unknown(f"{op}{self._where(v)}")
+
+    def loaded_pointer(self, v: Instr) -> Val:
+        """A pointer read from memory: somewhere in what may have been stored where it was
+        read (the base `loaded`, resolved against the program's points-to facts), offset
+        unknown."""
+        addr = self.value(v.operands[0])
+        srcs = [p.base or ANY for p in addr.pieces] if addr.known else [ANY]
+        return Val((Piece(None, None, loaded(srcs)),), False,
+                   f"pointer loaded from memory{self._where(v)}")
 
     def _zext(self, v: Instr) -> Val:
         a = self.value(v.operands[0])

@@ -44,13 +44,36 @@ class Binding:
 @dataclass(frozen=True, slots=True)
 class Base:
     """Where a pointer points: `param` (kernel parameter `ref`), `shared` (array `ref`, an IR
-    global), `global`/`const` (a module global), `local` (thread-private) or `any`."""
+    global), `global`/`const` (a module global), `local` (thread-private), `loaded` (a pointer
+    read from memory: `ref` is the frozenset of the bases it was loaded through; it points
+    wherever a pointer stored there may point, see sirius.analysis.uar.pointsto) or `any`
+    (nothing is known: every allocation and every module global)."""
 
     space: str
-    ref: int | str = ""
+    ref: int | str | frozenset = ""
+
+    def __str__(self) -> str:
+        if self.space == "loaded":
+            inner = ", ".join(sorted(str(b) for b in self.ref))  # type: ignore[union-attr]
+            return f"*({inner})"
+        return f"{self.space}:{self.ref}"
 
 
 ANY = Base("any")
+MAX_LOAD_DEPTH = 3  # pointers loaded through pointers loaded through ...: deeper is `*(any)`
+
+
+def loaded(sources) -> Base:
+    """The base of a pointer loaded from memory reached through `sources` (bases; None is
+    unknown). Nesting deeper than MAX_LOAD_DEPTH is cut to a load from anywhere."""
+    srcs = frozenset(ANY if s is None else s for s in sources) or frozenset({ANY})
+    if _depth(srcs) >= MAX_LOAD_DEPTH:
+        srcs = frozenset({ANY})
+    return Base("loaded", srcs)
+
+
+def _depth(srcs: frozenset) -> int:
+    return max((1 + _depth(b.ref) for b in srcs if b.space == "loaded"), default=0)
 
 
 @dataclass(frozen=True, slots=True)

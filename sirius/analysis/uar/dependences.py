@@ -161,8 +161,8 @@ class DependenceFinder:
         backwards in program order up to the first loop-free dense write that covers its
         bytes (beyond it every pair is killed), and itself (a statement in a loop)."""
         st, e = touching[i]
-        lo, hi = e.box if e.box is not None else (0, -1)
-        covering = {pos for pos, box in killers if box[0] <= lo and hi <= box[1]}
+        covering = set() if e.box is None else \
+            {pos for pos, box in killers if box[0] <= e.box[0] and e.box[1] <= box[1]}
         out = [i]
         for rng in (range(i + 1, len(touching)), range(i - 1, -1, -1)):
             for j in rng:
@@ -215,8 +215,9 @@ class DependenceFinder:
 
 
 def _overlap(x: Effect, y: Effect) -> bool:
-    return x.box is not None and y.box is not None and x.box[0] <= y.box[1] and \
-        y.box[0] <= x.box[1]
+    if x.box is None or y.box is None:  # unbounded (effects are never empty): ask isl
+        return True
+    return x.box[0] <= y.box[1] and y.box[0] <= x.box[1]
 
 
 def _killed(s: Statement, es: Effect, d: Statement, ed: Effect,

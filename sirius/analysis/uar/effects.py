@@ -39,6 +39,7 @@ from sirius.analysis.kernel.access import (
     thread_level,
 )
 from sirius.analysis.kernel.affine import THREAD_DIMS, Binding
+from sirius.analysis.uar.pointsto import EVERY, PointsTo, initializer_refs, module_globals
 from sirius.diagnostics import Location
 
 READ, WRITE = "read", "write"
@@ -95,6 +96,7 @@ class LaunchEffects:
     shared: dict[tuple[int, str], isl.Map]  # (shared array index, kind) -> relation
     accesses: int
     exact: int
+    variables: dict[tuple[str, str], isl.Map] = field(default_factory=dict)  # (@name, kind)
 
 
 @dataclass
@@ -177,9 +179,17 @@ class EffectBuilder:
     def __init__(self, program: HostProgram, kernels: KernelAnalyzer):
         self.program = program
         self.kernels = kernels
+        self.globals = module_globals(kernels.view)
         self.sizes = {b.name: b.bytes for b in program.buffers}
+        self.sizes.update({g: n for g, n in self.globals.items() if n})
         self.ids = {b.name: b.id for b in program.buffers}
+        self.points = PointsTo(program, self._all_launches, self.globals,
+                               initializer_refs(kernels.view, self.globals))
         self.warnings: list[str] = []
+
+    def _all_launches(self) -> list[tuple[Launch, KernelSummary]]:
+        return [(launch, self.kernels.summary(launch.mangled, binding_of(launch)))
+                for launch in self.program.launches()]
 
     def tuple_of(self, buffer: str) -> str:
         if buffer in self.ids:
@@ -195,6 +205,7 @@ class EffectBuilder:
         per_buffer: dict[tuple[str, str], _Acc] = {}
         glob: dict[tuple[int, str], isl.Map] = {}
         shared: dict[tuple[int, str], isl.Map] = {}
+        variables: dict[tuple[str, str], isl.Map] = {}
         for w in summary.warnings:
             self.warnings.append(w)
         for acc in summary.accesses:
@@ -208,6 +219,8 @@ class EffectBuilder:
                     continue
                 if buffer in self.ids:
                     _merge(glob, (self.ids[buffer], acc.kind), rel)
+                else:
+                    _merge(variables, (buffer, acc.kind), rel)
                 for mode in (READ, WRITE):
                     if (mode == READ and acc.reads) or (mode == WRITE and acc.writes):
                         a = per_buffer.setdefault((buffer, mode), _Acc())
@@ -215,7 +228,7 @@ class EffectBuilder:
                         a.exact &= acc.exact
                         a.atomic |= acc.kind == "atomic"
         effects = LaunchEffects(summary, glob, shared, len(summary.accesses),
-                                sum(a.exact for a in summary.accesses))
+                                sum(a.exact for a in summary.accesses), variables)
         return per_buffer, effects
 
     def _targets(self, acc: Access, summary: KernelSummary, launch: Launch
@@ -224,13 +237,19 @@ class EffectBuilder:
         rel = thread_level(acc.relation)
         base = acc.base
         out: list[tuple[str, isl.Map]] = []
-        if base.space == "any":
-            for a in launch.args:
-                if isinstance(a, BufferArg):
-                    for ref, cond in _choices(a.address):
-                        out.append((ref.buffer, self._whole(rel, ref.buffer, Expr(0), cond)))
-            for i, size in enumerate(summary.shared_bytes):
-                out.append((f"%shared:{i}", self._whole_shared(rel, i, size, summary)))
+        if base.space in ("any", "loaded"):
+            found = self.points.objects(base, launch)
+            objects = self.points.expand(found)
+            for name in sorted(objects):
+                if name in self.sizes or name in self.globals:
+                    out.append((name, self._whole(rel, name, Expr(0), "true")))
+                elif name.startswith("%shared:") and name[8:] in summary.shared_globals:
+                    i = summary.shared_index(name[8:])
+                    out.append((f"%shared:{i}", self._whole_shared(rel, i, summary.shared_bytes[i],
+                                                                   summary)))
+            if EVERY in found:
+                for i, size in enumerate(summary.shared_bytes):
+                    out.append((f"%shared:{i}", self._whole_shared(rel, i, size, summary)))
             return out
         if base.space == "shared":
             i = summary.shared_index(str(base.ref))
@@ -241,7 +260,7 @@ class EffectBuilder:
         if base.space in ("global", "const"):
             name = f"@{base.ref}"
             if acc.whole:
-                return [(name, rel.apply_range(isl.Map("{ [o] -> [x] }")))]
+                return [(name, self._whole(rel, name, Expr(0), "true"))]
             return [(name, rel.apply_range(byte_map(acc.extent)))]
         if base.space != "param":
             return []
