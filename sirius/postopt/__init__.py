@@ -1,0 +1,51 @@
+"""Post-fusion passes: transforms of a fused device module (LLVM IR text), one file per pass,
+run by one pass manager (docs/passes.md).
+
+    from sirius.postopt import DEFAULT_PASSES, PassContext, parse_pipeline, run_pipeline
+    passes = parse_pipeline("llvm-opt{level=3,rounds=2}")      # or DEFAULT_PASSES
+    result = run_pipeline(fused_ir, passes, PassContext(arch="sm_90"))
+    result.text                                               # verified after every pass
+
+`sirius opt IN.ll -p PIPELINE` runs a pipeline on a file (`sirius/cli/opt.py`).
+
+DEFAULT_PASSES is the post-fusion pass list fused-kernel code generation runs
+(`sirius.fusion.codegen.emit.build`): the one place it is written down, until `sirius.pipeline`
+owns it. The post-fusion optimizations of issue 14 go into it, before the final `llvm-opt`.
+"""
+
+from __future__ import annotations
+
+from sirius.postopt.base import (
+    IRError,
+    ModulePass,
+    PassContext,
+    PassError,
+    PassInput,
+    parse_ir,
+    verify_ir,
+)
+from sirius.postopt.llvm_opt import LlvmOpt
+from sirius.postopt.manager import PassStep, PipelineResult, run_pipeline
+from sirius.postopt.parse import PipelineError, format_pipeline, parse_pipeline
+from sirius.postopt.registry import PASSES, describe
+
+__all__ = [
+    "DEFAULT_PASSES", "PASSES", "IRError", "LlvmOpt", "ModulePass", "PassContext", "PassError",
+    "PassInput", "PassStep", "PipelineError", "PipelineResult", "default_passes", "describe",
+    "format_pipeline", "parse_ir", "parse_pipeline", "run_pipeline", "verify_ir",
+]
+
+DEFAULT_PASSES: tuple[ModulePass, ...] = (
+    LlvmOpt(level=3, rounds=2),
+)
+
+
+def default_passes(opt_level: int = 3) -> tuple[ModulePass, ...]:
+    """The post-fusion pass list at an optimization level: DEFAULT_PASSES at 3; below, LLVM's
+    pipeline at that level once (level 0, the planner's quick trial builds: only unused
+    internal functions removed)."""
+    if opt_level == 3:
+        return DEFAULT_PASSES
+    if opt_level not in (0, 1, 2):
+        raise ValueError(f"optimization level {opt_level}: expected 0, 1, 2 or 3")
+    return (LlvmOpt(level=opt_level, rounds=2 if opt_level else 1),)
