@@ -102,6 +102,8 @@ class _Reader:
         values: dict[str, object] = {}
         if self.at("{"):
             while not self.at("}"):
+                if self.i == len(self.text):
+                    raise self.error(f"expected '}}' to close the options of {name}", self.i)
                 if values and not self.at(","):
                     raise self.error("expected ',' or '}' after an option", self.i)
                 key, kcol = self.name(f"an option of {name}")

@@ -12,6 +12,7 @@ config.test_source_root = os.path.dirname(__file__)  # noqa: F821
 config.excludes = ["lit.cfg.py"]  # noqa: F821
 _root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 config.substitutions.append(("%python", sys.executable))  # noqa: F821
+config.substitutions.append(("%sirius", f"{sys.executable} -m sirius.cli"))  # noqa: F821
 config.environment["PYTHONPATH"] = _root  # noqa: F821
 config.environment["PATH"] = os.path.dirname(sys.executable) + os.pathsep + \
     os.environ.get("PATH", "")  # noqa: F821
