@@ -8,6 +8,7 @@ registered, so every option a user can name can be converted.
 
 from __future__ import annotations
 
+import functools
 import types
 from dataclasses import MISSING, dataclass, fields
 from typing import Literal, Union, get_args, get_origin, get_type_hints
@@ -38,6 +39,7 @@ class Option:
         return f"{self.name}: {type_text(self.type)} ({tail})"
 
 
+@functools.cache
 def options_of(cls: type[ModulePass]) -> tuple[Option, ...]:
     """The options of a pass class, in field order; TypeError for a type that cannot be read
     from a pipeline string (a bug in the pass, found when it is registered)."""
