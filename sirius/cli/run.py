@@ -81,7 +81,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                              flags=flags, seed=args.seed, order=order,
                              inputs=inputs, check_bounds=args.check_bounds,
                              opaque_trips=args.opaque_trips, jobs=args.jobs,
-                             use_cache=not args.no_cache, progress=progress)
+                             use_cache=not args.no_cache, progress=progress,
+                             launch_progress=not args.quiet)
     finally:
         stop()
     if args.save:

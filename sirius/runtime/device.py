@@ -42,13 +42,16 @@ class TraceChunk:
 
     Shared memory is one area per worker starting at each of `smem_bases`, `smem_bytes` long;
     `shared` names its static arrays with their offsets (declaration order), and the dynamic
-    area starts at `smem_static`."""
+    area starts at `smem_static`. `globals` are the module globals of every worker's copy of
+    the module: (address, bytes, index into `global_names`, their IR names)."""
 
     records: np.ndarray
     smem_bases: tuple[int, ...]
     smem_bytes: int
     smem_static: int
     shared: tuple  # rewrite.SharedArray, in module order
+    globals: tuple[tuple[int, int, int], ...] = ()
+    global_names: tuple[str, ...] = ()
 
 
 class KernelFault(SiriusError):

@@ -100,6 +100,9 @@ class LaunchTrace:
     # by IR name in declaration order, then "extern" for the dynamic area; offsets are relative
     # to the array.
     shared: tuple[str, ...] = ()
+    # For space 2 (a module global: __device__, __constant__), `buffer` indexes this tuple of
+    # IR names; offsets are relative to the global.
+    globals: tuple[str, ...] = ()
 
 
 TRACE_FIELDS = np.dtype([("bx", "<i4"), ("by", "<i4"), ("bz", "<i4"), ("tx", "<i4"),
@@ -341,7 +344,8 @@ class HostInterpreter:
             chunk = self.dev.traces.pop()
             names = tuple(a.name for a in chunk.shared) + ("extern",)
             self.traces.append(LaunchTrace(static, dict(env),
-                                           self._trace_records(chunk, grid, block), names))
+                                           self._trace_records(chunk, grid, block), names,
+                                           chunk.global_names))
         if self.progress:
             self.progress(len(self.launches), self.total)
 
@@ -374,6 +378,11 @@ class HostInterpreter:
                                  (addr - bases[np.maximum(idx, 0)]).astype(np.int64))
         ids = np.array([self.ids[n] for n in names], dtype=np.int32)
         out["buffer"] = np.where(shared, sidx, ids[np.maximum(idx, 0)])
+        for base, size, index in chunk.globals:  # module globals: space 2
+            inside = (addr >= np.uint64(base)) & (addr < np.uint64(base + size))
+            out["space"][inside] = 2
+            out["buffer"][inside] = index
+            out["offset"][inside] = (addr[inside] - np.uint64(base)).astype(np.int64)
         return out
 
 
@@ -381,14 +390,17 @@ def run_program(files, *, entry: str = "main", arch: str = "sm_80", flags=None, 
                 order: str = "forward", inputs: dict[str, np.ndarray] | None = None,
                 check_bounds: bool = False, trace: bool = False, opaque_trips: int = 3,
                 jobs: int | None = None, use_cache: bool = True,
-                progress: Callable[[int, int], None] | None = None) -> RunResult:
-    """Compile, extract and run a whole CUDA program on the CPU executor."""
+                progress: Callable[[int, int], None] | None = None,
+                launch_progress: bool = True) -> RunResult:
+    """Compile, extract and run a whole CUDA program on the CPU executor. `progress` is called
+    after every launch; `launch_progress` shows long launches' progress on stderr."""
     from sirius.analysis.program import analyse
     from sirius.runtime.cpu.device import CpuDevice
 
     paths = [Path(f) for f in files]
     program, kernels, host_program = analyse(paths, entry, arch, flags or [], use_cache)
-    device = CpuDevice(order=order, seed=seed, jobs=jobs, check_bounds=check_bounds, trace=trace)
+    device = CpuDevice(order=order, seed=seed, jobs=jobs, check_bounds=check_bounds, trace=trace,
+                       progress=launch_progress)
     return run_host_program(host_program, program, kernels, device, seed=seed, inputs=inputs,
                             opaque_trips=opaque_trips, progress=progress, order=order)
 

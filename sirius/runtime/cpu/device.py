@@ -15,6 +15,7 @@ import hashlib
 import os
 import signal
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class CpuDevice:
 
     def __init__(self, order: str = "forward", seed: int = 0, jobs: int | None = None,
                  check_bounds: bool = False, trace: bool = False, stack_kib: int = 256,
-                 progress: bool = True):
+                 progress: bool | Callable[[str, int], monitor.Progress] = True):
         kind = order.split(":", 1)[0]
         if kind not in native.ORDERS:
             raise ValueError(f"unknown order {order!r} (forward, reverse or random:SEED)")
@@ -52,7 +53,9 @@ class CpuDevice:
         self.check_bounds = check_bounds
         self.trace = trace
         self.stack_bytes = stack_kib * 1024
-        self.progress = progress  # show the progress of long launches on stderr
+        # the progress of long launches: on stderr (True), not shown (False), or a factory
+        # (kernel, blocks) -> monitor.Progress
+        self.progress = progress
         self.traces: list[TraceChunk] = []
         self.memory = DeviceMemory()
         self._lib = native.library()
@@ -210,7 +213,9 @@ class CpuDevice:
                 warn("long-launch", f"kernel {kernel} launches {nblocks:,} blocks of {nthreads} "
                      f"threads; on the CPU executor that takes {monitor.duration(est)} at the "
                      "very least (Ctrl-C stops it)", loc)
-            show = monitor.Progress(kernel, nblocks) if self.progress else None
+            make = self.progress if callable(self.progress) else \
+                (monitor.Progress if self.progress else None)
+            show = make(kernel, nblocks) if make is not None else None
             rc = monitor.run_monitored(call, d, nw, show)
         return rc, time.perf_counter() - t0
 
@@ -257,9 +262,11 @@ class CpuDevice:
                 parts.append(np.frombuffer(bytes(buf), dtype=TRACE_DTYPE))
         recs = np.concatenate(parts) if parts else np.zeros(0, TRACE_DTYPE)
         # every worker has its own shared memory; addresses in any of them map to offsets
+        gs = tuple((a, g.bytes, i) for e in engines
+                   for i, (a, g) in enumerate(zip(e.globals, jm.host.globals, strict=True)))
         self.traces.append(TraceChunk(recs, tuple(e.smem for e in engines),
                                       jm.host.smem_static + smem, jm.host.smem_static,
-                                      jm.host.shared))
+                                      jm.host.shared, gs, tuple(g.name for g in jm.host.globals)))
 
     def _fault(self, d, jm: JitModule, kernel: str, loc: Location | None,
                regions: list[Region]) -> KernelFault:
