@@ -265,7 +265,7 @@ class _Flow(ControlFlow, CallSites):
             for a in ptrs:
                 v = self.ev.value(a)
                 for base in {p.base or ANY for p in v.pieces} if v.known else {ANY}:
-                    if base.space not in ("local", "const", "null"):
+                    if base.space not in ("local", "null"):
                         out += self._whole(ins, b, base, f"pointer passed to {name}", ("load",))
             return out
         what = f"call to {name}" if name else "indirect call"
@@ -305,7 +305,7 @@ class _Flow(ControlFlow, CallSites):
         out = []
         for p in ptr.pieces:
             base = p.base or ANY
-            if base.space in ("local", "const", "null"):
+            if base.space in ("local", "null"):
                 continue
             expr = p.expr
             reason = ptr.reason if not ptr.exact else ""

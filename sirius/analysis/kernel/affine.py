@@ -168,9 +168,11 @@ class ValueEval(Conditions):
             return unknown("constant expression")
         name = g.group(1).strip('"')
         base = Base(space_of_global(self.globals.get(name, "")), name)
-        m = re.fullmatch(r"getelementptr (?:(?:inbounds|nuw|nusw) )*\((.+?), "
+        m = re.fullmatch(r"(?:ptr(?: addrspace\(\d+\))? )?"
+                         r"getelementptr (?:(?:inbounds|nuw|nusw) )*\((.+?), "
                          r"ptr(?: addrspace\(\d+\))? "
-                         r"(?:addrspacecast \(.*?\) |@\S+)?,?\s*(.*)\)", text.strip())
+                         r"(?:addrspacecast \(ptr(?: addrspace\(\d+\))? @\S+ to ptr"
+                         r"(?: addrspace\(\d+\))?\)|@\S+)?,?\s*(.*)\)", text.strip())
         if "getelementptr" not in text:
             return Val((Piece(None, Expr(0), base),))
         if m is None:

@@ -24,7 +24,7 @@ from sirius.analysis.kernel.facts import KernelInfo, Param
 from sirius.diagnostics import Location
 
 MAX_CALL_DEPTH = 6
-_SKIPPED = ("local", "const", "null")
+_SKIPPED = ("local", "null")
 
 
 def callee_info(view: ModuleView, fn: Function, depth: int) -> KernelInfo:

@@ -27,7 +27,7 @@ RECORD_DTYPE = np.dtype([
     ("space", np.uint8), ("buffer", np.int32), ("offset", np.int64), ("size", np.int32),
     ("kind", np.uint8),
 ])
-SPACES = ("global", "shared")
+SPACES = ("global", "shared", "variable")  # 2: a module global (`__device__`, `__constant__`)
 KINDS = ("load", "store", "atomic")
 # the static kinds whose union must contain a dynamic access of each kind (an atomic reads and
 # writes: it must be inside both unions)
@@ -45,6 +45,8 @@ class LaunchTrace:
     # __shared__ globals, "extern" for the dynamic area). Empty: numbers index the kernel's
     # shared arrays (KernelInfo.shared_arrays order).
     shared: tuple[str, ...] = ()
+    # The IR names behind the `buffer` numbers of space-2 records (module globals).
+    globals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,16 +105,28 @@ class _Checker:
         self.names = {b.id: b.name for b in uar.program.buffers}
         self._compiled: dict[tuple, islutil.Compiled | None] = {}
         self.loose = 0
+        self.variables: list[str] = []  # numbering of the module globals seen in traces
+
+    def _variable_numbers(self, trace: LaunchTrace) -> np.ndarray:
+        """Record numbers of module globals (trace.globals) -> this checker's numbering."""
+        out = []
+        for name in getattr(trace, "globals", ()) or ():
+            if f"@{name}" not in self.variables:
+                self.variables.append(f"@{name}")
+            out.append(self.variables.index(f"@{name}"))
+        return np.array(out + [-1], dtype=np.int64)
 
     def compiled(self, li: int, space: int, buf: int, kinds: tuple[str, ...],
                  missing: tuple[str, ...]) -> islutil.Compiled | None:
         key = (li, space, buf, kinds, missing)
         if key not in self._compiled:
             le = self.uar.launch_effects[li]
-            table = le.global_ if space == 0 else le.shared
+            table: dict = (le.global_, le.shared, le.variables)[space]
+            ref = buf if space < 2 else \
+                self.variables[buf] if 0 <= buf < len(self.variables) else None
             rel: isl.Map | None = None
             for k in kinds:
-                m = table.get((buf, k))
+                m = table.get((ref, k))
                 if m is not None:
                     rel = m if rel is None else rel.union(m)
             if rel is None:
@@ -144,10 +158,16 @@ class _Checker:
             shared = rec["space"] == 1
             idx = np.clip(rec["buffer"][shared].astype(np.int64), -1, len(table) - 1)
             rec["buffer"][shared] = table[idx]
+        var = rec["space"] == 2
+        if var.any():
+            numbers = self._variable_numbers(trace)
+            rec = rec.copy()
+            idx = np.clip(rec["buffer"][var].astype(np.int64), -1, len(numbers) - 1)
+            rec["buffer"][var] = numbers[idx]
         bad = np.zeros(len(rec), dtype=bool)
         le = self.uar.launch_effects[trace.launch_index]
         params: set[str] = set()
-        for table in (le.global_, le.shared):
+        for table in (le.global_, le.shared, le.variables):
             for m in table.values():
                 params |= set(islutil.param_names(m))
         missing = tuple(sorted(p for p in params if p not in trace.env))
@@ -178,6 +198,10 @@ class _Checker:
         space = SPACES[int(r["space"])]
         if space == "global":
             buf = self.names.get(int(r["buffer"]), f"#{int(r['buffer'])}")
+        elif space == "variable":
+            i = int(r["buffer"])
+            names = getattr(trace, "globals", ()) or ()
+            buf = "@" + names[i] if 0 <= i < len(names) else f"@#{i}"
         else:
             summary = self.uar.launch_effects[trace.launch_index].summary
             i = int(r["buffer"])
