@@ -15,7 +15,7 @@ from pathlib import Path
 from sirius._version import __version__
 from sirius.diagnostics import SiriusError
 
-COMMANDS = ("inspect", "compile", "analyze", "run", "import_tvm", "fuse", "verify", "opt")
+COMMANDS = ("inspect", "compile", "analyze", "run", "import_tvm", "fuse", "verify", "tune", "opt")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
+from sirius.analysis.host.model import BufferArg, DevRef, HostProgram, Launch, Loop, Op, Rotating
 from sirius.backend.ptxas import KernelResources
 from sirius.tune.model import LaunchCounts
 
@@ -92,8 +92,9 @@ def input_dtypes(original) -> dict[str, np.dtype]:
     return dict(interp.dtypes)
 
 
-# Footprints need a traced run (one record per access): only when the program moves at most
-# this many global bytes in all (16 bytes of trace per 4-byte access: 128 MiB of records).
+# Exact footprints need a traced run (one record per global *and shared* access): only when
+# the program moves at most this many global + shared bytes in all. Otherwise the footprint is
+# bounded by the buffers a launch receives (`buffer_bound`).
 TRACE_LIMIT = 32 * 1024 * 1024
 
 
@@ -140,12 +141,16 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
         aug = _run(host, _program(augment(ir, p), files), kernels, seed, dtypes)
         for i, (a, b) in enumerate(zip(aug.launches, base.launches, strict=True)):
             flops[i][p] = max(0, a.stats.instructions - b.stats.instructions)
-    feet: list[int | None] = [None] * len(base.launches)
-    total = sum(r.stats.global_load_bytes + r.stats.global_store_bytes for r in base.launches)
+    statics = host.launches()
+    sizes = {b.name: b.bytes for b in host.buffers}
+    feet = [buffer_bound(statics[r.launch_index], sizes) for r in base.launches]
+    exact = False
+    total = sum(r.stats.global_load_bytes + r.stats.global_store_bytes
+                + r.stats.shared_load_bytes + r.stats.shared_store_bytes for r in base.launches)
     if total <= TRACE_LIMIT:
         traced = _run(host, _program(ir, files), kernels, seed, dtypes, trace=True)
         feet = [footprint(t.records) for t in traced.traces]
-    statics = host.launches()
+        exact = True
     region_of = launch_regions(host) if regions else [-1] * len(statics)
     out = []
     for rec, fl in zip(base.launches, flops, strict=True):
@@ -157,8 +162,19 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
             s.global_load_bytes + s.global_store_bytes, tuple(sorted(fl.items())),
             r.registers if r else None, r.smem if r else 0,
             s.shared_load_bytes + s.shared_store_bytes, s.barriers,
-            region_of[rec.launch_index], feet[len(out)]))
+            region_of[rec.launch_index], feet[len(out)], exact))
     return out
+
+
+def buffer_bound(op: Launch, sizes: dict[str, int]) -> int:
+    """An upper bound on a launch's footprint: every byte of every buffer it receives loaded
+    once and stored once (2 x their sizes; both choices of a rotating address)."""
+    names: set[str] = set()
+    for a in op.args:
+        if isinstance(a, BufferArg):
+            refs = a.address.choices if isinstance(a.address, Rotating) else (a.address,)
+            names |= {r.buffer for r in refs if isinstance(r, DevRef)}
+    return 2 * sum(sizes.get(n, 0) for n in names)
 
 
 def footprint(records: np.ndarray) -> int:

@@ -15,8 +15,9 @@ Inputs and how executor counts become them (sirius/tune/counts.py measures them)
   rate = SMs x 4 schedulers x 32 lanes x clock (one warp instruction per scheduler per clock).
 - *DRAM bytes*: the executor's global load + store bytes are an upper bound on DRAM traffic (a
   value loaded by several blocks, a matmul tile, is counted each time). The only cache model:
-  when the launch's footprint (distinct bytes loaded plus distinct bytes stored, from an
-  executor trace) fits in the GPU's L2, the footprint is charged instead (each byte comes from
+  when the launch's footprint (distinct bytes loaded plus distinct bytes stored: from an
+  executor trace when the program is small, else bounded by twice the sizes of the buffers the
+  launch receives) fits in the GPU's L2, the footprint is charged instead (each byte comes from
   DRAM once and is written back once); otherwise the upper bound. Reuse across launches through
   L2 is not modelled (which favours fusion), nor is L1.
 - *FLOPs*: exact dynamic counts of floating-point arithmetic per precision (an FMA is 2, a
@@ -78,7 +79,8 @@ class LaunchCounts:
     shared_bytes: int = 0            # informational
     barriers: int = 0
     region: int = -1                 # planner region of the launch (-1: not attributed)
-    footprint: int | None = None     # distinct global bytes loaded + stored (None: not traced)
+    footprint: int | None = None     # distinct global bytes loaded + stored, or a bound of it
+    footprint_exact: bool = False    # True: from an executor trace; False: buffer-size bound
 
     @property
     def blocks(self) -> int:
@@ -99,7 +101,7 @@ class LaunchCounts:
                 "flops": dict(self.flops), "registers": self.registers,
                 "static_smem": self.static_smem, "shared_bytes": self.shared_bytes,
                 "barriers": self.barriers, "region": self.region,
-                "footprint": self.footprint}
+                "footprint": self.footprint, "footprint_exact": self.footprint_exact}
 
 
 # occupancy ------------------------------------------------------------------------------------
@@ -223,6 +225,7 @@ class Estimate:
     occupancy: Occupancy | None
     waves: Waves | None
     notes: tuple[str, ...] = ()
+    dram_bytes: int = 0  # the bytes the DRAM term charged (footprint or executor bytes)
 
     @property
     def body(self) -> float:
@@ -272,7 +275,8 @@ class Estimate:
                 "waves": None if self.waves is None else
                 {"count": self.waves.count, "full": self.waves.full, "tail": self.waves.tail,
                  "slots": self.waves.slots},
-                "explain": self.explain(), "notes": list(self.notes)}
+                "dram_bytes_charged": self.dram_bytes, "explain": self.explain(),
+                "notes": list(self.notes)}
 
 
 def _num(v: float) -> float | str:
@@ -289,19 +293,21 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
     if occ.blocks_per_sm == 0:
         notes.append(f"a block does not fit on an SM ({occ.limiter})")
         return Estimate(c.kernel, gpu.launch_us * 1e-6, math.inf, math.inf, math.inf, occ, None,
-                        tuple(notes))
+                        tuple(notes), c.dram_bytes)
     w = Waves(max(1, c.blocks), gpu.sms, occ.blocks_per_sm, occ.warps_per_block)
     issue_slow = w.slowdown(a.issue_warps_per_sm)
     dram_slow = w.slowdown(max(1.0, a.dram_warp_fraction * gpu.max_warps_per_sm))
     dram_bytes = c.dram_bytes
     if c.footprint is not None and c.footprint <= gpu.l2_bytes:
         dram_bytes = min(c.dram_bytes, c.footprint)
-    elif c.footprint is None:
-        notes.append("DRAM bytes: executor global bytes (an upper bound; no footprint traced)")
+    else:
+        notes.append("DRAM bytes: executor global bytes (an upper bound: the footprint does "
+                     "not fit in L2 or is unknown)")
     dram = dram_bytes / gpu.dram_bytes_per_s * dram_slow
     compute = sum(n / gpu.flops_per_s(p) for p, n in c.flops) * issue_slow
     issue = c.instructions * a.sass_per_ir / gpu.issue_rate * issue_slow
-    return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes))
+    return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes),
+                    dram_bytes)
 
 
 # a whole program --------------------------------------------------------------------------------
@@ -317,6 +323,7 @@ class KernelSummary:
     dram_bytes: int
     flops: int
     explain: str  # the first launch's explanation
+    dram_bytes_charged: int = 0
 
     @property
     def bound(self) -> str:
@@ -348,7 +355,8 @@ class ProgramEstimate:
                              "seconds": _num(k.seconds),
                              "terms": {t: _num(v) for t, v in k.terms.items()},
                              "bound": k.bound, "instructions": k.instructions,
-                             "dram_bytes": k.dram_bytes, "flops": k.flops,
+                             "dram_bytes": k.dram_bytes,
+                             "dram_bytes_charged": k.dram_bytes_charged, "flops": k.flops,
                              "explain": k.explain} for k in self.kernels]}
 
 
@@ -367,5 +375,5 @@ def estimate_program(counts: list[LaunchCounts] | tuple[LaunchCounts, ...], gpu:
             name, len(idx), sum(e.seconds for e in es),
             {t: sum(getattr(e, t) for e in es) for t in TERMS},
             sum(c.instructions for c in cs), sum(c.dram_bytes for c in cs),
-            sum(c.total_flops for c in cs), es[0].explain()))
+            sum(c.total_flops for c in cs), es[0].explain(), sum(e.dram_bytes for e in es)))
     return ProgramEstimate(gpu.name, ests, tuple(counts), tuple(kernels))

@@ -1,0 +1,96 @@
+"""`sirius tune` end to end on a corpus program; the same results in process, in a local
+process pool and (where installed) on Ray."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from sirius.cli import main
+from sirius.tune.gpus import gpu
+from sirius.tune.report import tune_json
+from sirius.tune.tuner import tune
+from sirius.tune.variants import Source
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAIN = str(ROOT / "kernels" / "elementwise_chain.cu")
+
+
+def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["tune", CHAIN, "-o", str(out), "--jobs", "2", "-q"]) == 0
+    doc = json.loads((out / "tune.json").read_text())
+    assert doc["schema"] == "sirius-tune/1" and doc["estimate"] is True
+    assert doc["gpu"]["name"] == "H100 SXM" and doc["arch"] == "sm_90"
+    labels = [v["label"] for v in doc["variants"]]
+    assert labels[:4] == ["auto", "vertical", "horizontal", "unfused"]
+    chosen = next(v for v in doc["variants"] if v["label"] == doc["chosen"])
+    assert chosen["verified"] is True and chosen["launches"] == {"before": 4, "after": 1}
+    base = doc["baseline"]
+    assert base["launches"]["after"] == 4 and base["verified"] is None
+    # the program estimate is the sum of its launches' estimates, each launch_us + body
+    for v in [base] + doc["variants"]:
+        les = v["launch_estimates"]
+        assert v["estimate"]["seconds"] == pytest.approx(sum(e["seconds"] for e in les))
+        for e in les:
+            t = e["terms"]
+            assert e["seconds"] == pytest.approx(t["launch"] + max(t["dram"], t["compute"],
+                                                                   t["issue"]))
+            assert e["explain"].endswith("[estimate]") and e["estimate"] is True
+    # fusing 4 launch-bound launches into 1 saves 3 launch overheads of 3 us
+    assert base["estimate"]["seconds"] - chosen["estimate"]["seconds"] > 3 * 3e-6 * 0.9
+    assert doc["speedup_estimate"]["over_original"] > 2
+    html = (out / "report.html").read_text()
+    pngs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(pngs) == 3
+    assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert "ESTIMATE" in html and "http" not in html.split("<body>")[0]
+    md = (out / "report.md").read_text()
+    assert "Chosen: auto" in md and "launch-bound" in md
+    assert sorted(p.name for p in (out / "chosen").iterdir()) == \
+        ["fused.ll", "fused.ptx", "plan.json", "report.md"]
+    plan = json.loads((out / "chosen" / "plan.json").read_text())
+    assert plan["launches"] == {"before": 4, "after": 1}
+    assert "chosen: auto" in capsys.readouterr().out
+
+
+def test_unknown_gpu_is_a_clear_error(tmp_path, capsys):
+    assert main(["tune", CHAIN, "-o", str(tmp_path / "o"), "--gpu", "GTX 480"]) == 2
+    assert "unknown GPU 'GTX 480'" in capsys.readouterr().err
+
+
+def test_missing_file_is_a_clear_error(tmp_path, capsys):
+    assert main(["tune", str(tmp_path / "nope.cu"), "-o", str(tmp_path / "o")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def _estimates(doc: dict) -> list:
+    return [(v["label"], v["estimate"]["seconds"], v["ir_sha"], v["verified"])
+            for v in [doc["baseline"]] + doc["variants"]]
+
+
+def test_in_process_and_pool_agree():
+    src = Source((CHAIN,), "sm_90")
+    one = tune_json(tune(src, gpu("H100 SXM"), jobs=1))
+    two = tune_json(tune(src, gpu("H100 SXM"), jobs=2))
+    assert _estimates(one) == _estimates(two)
+    assert one["ran_on"] == "in process" and two["ran_on"].startswith("process pool")
+
+
+def test_ray_agrees_with_in_process():
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'sirius[scale]')")
+    src = Source((CHAIN,), "sm_90")
+    try:
+        got = tune_json(tune(src, gpu("H100 SXM"), use_ray=True))
+    except Exception as e:  # noqa: BLE001 - a machine where Ray cannot start
+        pytest.skip(f"Ray could not start here: {type(e).__name__}: {e}")
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+    want = tune_json(tune(src, gpu("H100 SXM"), jobs=1))
+    assert got["ran_on"] == "ray"
+    assert _estimates(got) == _estimates(want)

@@ -1,0 +1,106 @@
+"""FLOP counting by augmented IR, footprints, region attribution; the bound the model names
+for a memory-bound chain, a tiled matmul and tiny kernels (CPU executor counts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+
+from sirius.tune.counts import augment, flop_precisions, footprint
+from sirius.tune.gpus import gpu
+from sirius.tune.model import estimate_program
+from sirius.tune.variants import Request, Source, build
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = Path(__file__).parent / "programs"
+
+IR = """
+define float @f(float %a, float %b, <2 x half> %h, double %d) {
+  %x = fadd contract float %a, %b
+  %y = tail call float @llvm.fmuladd.f32(float %x, float %a, float %b)
+  %z = call noundef float @__nv_tanhf(float %y)
+  %v = fmul <2 x half> %h, %h
+  %e = fdiv double %d, %d
+  %m = call float @llvm.maxnum.f32(float %z, float %a)
+  ret float %m
+}
+declare float @llvm.fmuladd.f32(float, float, float)
+declare float @llvm.maxnum.f32(float, float)
+declare float @__nv_tanhf(float)
+"""
+
+
+def _instructions(text: str) -> int:
+    m = llvm.parse_assembly(text)
+    return sum(len(list(b.instructions)) for f in m.functions for b in f.blocks)
+
+
+def test_augment_adds_one_instruction_per_flop():
+    assert flop_precisions(IR) == ["f16", "f32", "f64"]
+    base = _instructions(IR)
+    # f32: fadd 1 + fmuladd 2 + a libdevice call 1 (maxnum is not a FLOP)
+    assert _instructions(augment(IR, "f32")) - base == 4
+    assert _instructions(augment(IR, "f16")) - base == 2  # two lanes
+    assert _instructions(augment(IR, "f64")) - base == 1
+
+
+def test_footprint_counts_distinct_bytes_loaded_and_stored():
+    rec = np.zeros(6, dtype=[("space", "u1"), ("buffer", "<i4"), ("offset", "<i8"),
+                             ("size", "<i4"), ("kind", "u1")])
+    rec["space"] = [0, 0, 0, 0, 1, 0]
+    rec["buffer"] = [1, 1, 2, 1, 0, 3]
+    rec["offset"] = [0, 0, 4, 0, 0, 8]
+    rec["size"] = 4
+    rec["kind"] = [0, 0, 0, 1, 0, 2]  # two loads of one word, a load, a store, shared, atomic
+    # loads: (1,0) (2,4) (3,8 atomic) = 12 B; stores: (1,0) (3,8 atomic) = 8 B
+    assert footprint(rec) == 20
+
+
+def _original(path: Path):
+    vr, _ = build(Request(Source((str(path),), "sm_90"), "original", False, "original",
+                          original=True))
+    assert vr.ok, vr.error
+    return vr
+
+
+def test_memory_bound_chain_names_dram():
+    vr = _original(PROGRAMS / "chain_2m.cu")
+    n = 1 << 21
+    scale = vr.counts[0]
+    assert scale.kernel == "scale" and scale.flops == (("f32", n),)
+    assert scale.dram_bytes == 8 * n  # reads x, writes y
+    for g in ("H100 SXM", "A100 SXM 80GB", "L4"):
+        est = estimate_program(list(vr.counts), gpu(g))
+        assert [e.bound for e in est.launches] == ["dram"] * 4, g
+        assert all(e.explain().startswith("DRAM-bound") for e in est.launches)
+
+
+def test_tiled_matmul_names_issue_or_compute():
+    vr = _original(PROGRAMS / "matmul_320.cu")
+    mm = vr.counts[0]
+    assert mm.kernel == "matmul"
+    assert mm.flops == (("f32", 2 * 320**3),)  # one fmuladd per (row, col, k)
+    assert mm.registers and mm.static_smem == 2048  # ptxas: two 16x16 float tiles
+    est = estimate_program(list(vr.counts), gpu("H100 SXM"))
+    assert est.launches[0].bound in ("issue", "compute")
+
+
+def test_tiny_kernels_name_launch_overhead():
+    vr = _original(ROOT / "kernels" / "elementwise_chain.cu")
+    est = estimate_program(list(vr.counts), gpu("H100 SXM"))
+    assert [e.bound for e in est.launches] == ["launch"] * 4
+    assert all(e.body_bound == "dram" for e in est.launches)
+    # footprints are exact here (traced): scale reads x and writes y, 16 KiB each
+    assert vr.counts[0].footprint == 2 * 16384 and vr.counts[0].footprint_exact
+
+
+@pytest.mark.parametrize("prog", ["elementwise_chain.cu"])
+def test_fused_launches_are_attributed_to_regions(prog):
+    src = Source((str(ROOT / "kernels" / prog),), "sm_90")
+    vr, res = build(Request(src, "auto", True, "auto"))
+    assert vr.ok and vr.regions == 1 and vr.launches_after == 1
+    assert [c.region for c in vr.counts] == [0]
+    assert res is not None and res.launches_after == 1
