@@ -25,13 +25,15 @@ exit status 130 and one line.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -62,6 +64,39 @@ def worker_pool(jobs: int | None) -> Iterator[ProcessPoolExecutor]:
             proc.join(5)
         raise
     pool.shutdown()
+
+
+DIED = ("the worker process running this program died (killed by a signal: the executor "
+        "crashed, e.g. SIGSEGV); the reproduce command shows it")
+
+
+def outcomes(fn: Callable, tasks: list[tuple], jobs: int | None) -> Iterator[tuple[int, object]]:
+    """(index, fn(*task)) for every task, in order, computed in worker processes; a task whose
+    worker dies gives DIED instead of ending the run. After a pool breaks, the tasks that may
+    have been running in it (the first jobs + 1 unfinished ones) run one at a time, each in a
+    fresh worker, so the one that kills its worker is named; then the pool starts again."""
+    todo = list(range(len(tasks)))
+    alone = 0
+    while todo:
+        if alone:
+            i = todo.pop(0)
+            alone -= 1
+            with worker_pool(1) as pool:
+                try:
+                    yield i, pool.submit(fn, *tasks[i]).result()
+                except BrokenProcessPool:
+                    yield i, DIED
+            continue
+        with worker_pool(jobs) as pool:
+            futures = [(i, pool.submit(fn, *tasks[i])) for i in todo]
+            for i, f in futures:
+                try:
+                    result = f.result()
+                except BrokenProcessPool:
+                    alone = (jobs or os.cpu_count() or 1) + 1
+                    break
+                todo.remove(i)
+                yield i, result
 
 
 def _features(spec: str):
@@ -115,6 +150,19 @@ def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None,
     return out
 
 
+def died_fused(seed: int, keep: str, args: argparse.Namespace):
+    """The FuseOutcome of a program whose worker died (its file written to `keep` here)."""
+    from tests.randprog.fuse_check import FuseOutcome, reproduce_command
+    from tests.randprog.fuse_check import arrangement_for as arrangement_of
+    from tests.randprog.generator import generate
+
+    feats = _features(args.features)
+    arrangement = args.arrangement or arrangement_of(seed)
+    path = generate(seed, features=feats).write(Path(keep))
+    return FuseOutcome(seed, arrangement, path, problems=[DIED], crashed=True,
+                       reproduce=reproduce_command(seed, arrangement, path, seed, feats))
+
+
 def main_fused(args: argparse.Namespace) -> int:
     seeds = range(args.seed, args.seed + args.count)
     keep = args.keep or str(Path(tempfile.gettempdir()) / "sirius-fuzz")
@@ -123,30 +171,29 @@ def main_fused(args: argparse.Namespace) -> int:
     before = after = dyn_before = dyn_after = fusing = undone = 0
     worst = (0.0, -1)
     t0 = time.perf_counter()
-    with worker_pool(args.jobs) as pool:
-        futures = [pool.submit(one_fused, s, keep, bool(args.keep), args.arrangement,
-                               args.features) for s in seeds]
-        for k, f in enumerate(futures, 1):
-            out = f.result()
-            before += out.launches_before
-            after += out.launches_after
-            dyn_before += out.dynamic_before
-            dyn_after += out.dynamic_after
-            fusing += out.launches_after < out.launches_before
-            undone += len(out.undone)
-            worst = max(worst, (out.seconds, out.seed))
-            if not out.ok:
-                failures += 1
-                crashes += out.crashed
-                what = "crashed" if out.crashed else "mismatch"
-                print(f"FAIL seed {out.seed} ({out.arrangement}, {what}):", flush=True)
-                for p in out.problems:
-                    print("    " + p.rstrip().replace("\n", "\n    "))
-                print(f"    program: {out.path}")
-                print(f"    reproduce: {out.reproduce}", flush=True)
-            if k % every == 0 or k == args.count:
-                print(f"... {k}/{args.count} programs, {failures} failed, launches {before} -> "
-                      f"{after}, {time.perf_counter() - t0:.0f} s", flush=True)
+    tasks = [(s, keep, bool(args.keep), args.arrangement, args.features) for s in seeds]
+    for k, (i, out) in enumerate(outcomes(one_fused, tasks, args.jobs), 1):
+        if out is DIED:
+            out = died_fused(seeds[i], keep, args)
+        before += out.launches_before
+        after += out.launches_after
+        dyn_before += out.dynamic_before
+        dyn_after += out.dynamic_after
+        fusing += out.launches_after < out.launches_before
+        undone += len(out.undone)
+        worst = max(worst, (out.seconds, out.seed))
+        if not out.ok:
+            failures += 1
+            crashes += out.crashed
+            what = "crashed" if out.crashed else "mismatch"
+            print(f"FAIL seed {out.seed} ({out.arrangement}, {what}):", flush=True)
+            for p in out.problems:
+                print("    " + p.rstrip().replace("\n", "\n    "))
+            print(f"    program: {out.path}")
+            print(f"    reproduce: {out.reproduce}", flush=True)
+        if k % every == 0 or k == args.count:
+            print(f"... {k}/{args.count} programs, {failures} failed, launches {before} -> "
+                  f"{after}, {time.perf_counter() - t0:.0f} s", flush=True)
     arr = args.arrangement or "auto/vertical/horizontal by seed % 3"
     print(f"fuse: {args.count} programs (seeds {args.seed}..{args.seed + args.count - 1}, "
           f"{arr}) in {time.perf_counter() - t0:.1f} s: {failures} failed ({failures - crashes} "
@@ -201,26 +248,25 @@ def run(argv: list[str] | None = None) -> int:
     worst = (0.0, -1)
     most = (0, -1)
     t0 = time.perf_counter()
-    with worker_pool(args.jobs) as pool:
-        futures = [pool.submit(one, s, args.keep, args.order, args.features) for s in seeds]
-        for k, f in enumerate(futures, 1):
-            seed, problems, nl, ni, secs = f.result()
-            launches += nl
-            instructions += ni
-            worst = max(worst, (secs, seed))
-            most = max(most, (ni, seed))
-            if problems:
-                failures += 1
-                print(f"FAIL seed {seed}:", flush=True)
-                for p in problems:
-                    print("    " + p.replace("\n", "\n    "))
-                order = f" --order {args.order}" if args.order != "forward" else ""
-                spec = _features(args.features).spec()
-                order += f" --features {spec}" if spec else ""
-                print(f"    reproduce: python scripts/fuzz.py --seed {seed} --count 1{order}",
-                      flush=True)
-            if k % 100 == 0:
-                print(f"... {k}/{args.count} programs, {failures} failed", flush=True)
+    tasks = [(s, args.keep, args.order, args.features) for s in seeds]
+    for k, (i, res) in enumerate(outcomes(one, tasks, args.jobs), 1):
+        seed, problems, nl, ni, secs = (seeds[i], [DIED], 0, 0, 0.0) if res is DIED else res
+        launches += nl
+        instructions += ni
+        worst = max(worst, (secs, seed))
+        most = max(most, (ni, seed))
+        if problems:
+            failures += 1
+            print(f"FAIL seed {seed}:", flush=True)
+            for p in problems:
+                print("    " + p.replace("\n", "\n    "))
+            order = f" --order {args.order}" if args.order != "forward" else ""
+            spec = _features(args.features).spec()
+            order += f" --features {spec}" if spec else ""
+            print(f"    reproduce: python scripts/fuzz.py --seed {seed} --count 1{order}",
+                  flush=True)
+        if k % 100 == 0:
+            print(f"... {k}/{args.count} programs, {failures} failed", flush=True)
     print(f"{args.count} programs ({launches} launches, {instructions} thread instructions) in "
           f"{time.perf_counter() - t0:.1f} s: {failures} failed; slowest seed {worst[1]} "
           f"({worst[0]:.2f} s), most instructions seed {most[1]} ({most[0]})")

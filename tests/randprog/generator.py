@@ -15,7 +15,20 @@ A program is a DAG of launches over float buffers, in the style of kernels/*.cu:
   * block sums with warp shuffles (+ per-warp shared partials) or a shared-memory tree (static
     or `extern` shared array with the launch's dynamic shared memory), one block per row or
     partial sums per block (a GLOBAL dependence for whoever reads them);
-  * device-to-device copies and cudaDeviceSynchronize between launches.
+  * device-to-device copies and cudaDeviceSynchronize between launches;
+  * in about 40% of the programs (extras.py, issue 12): pointer tables in device memory filled
+    by a one-thread `setp` launch and read or written through by later launches
+    (`x = tab[k] - d`), `__device__ float*` variables used the same way, `__device__` float
+    arrays and scalars (a scalar from one element's thread, read back as a broadcast b[0]),
+    maps that load and store through `__noinline__` device functions (with pointer
+    arguments, or a `__device__` variable's own getter and setter) and maps reading their
+    input backwards (x[n - 1 - i]), all with the same numpy reference semantics.
+    Two more are off by default because the CPU executor cannot run them yet: pointer tables
+    the host fills (a host array of device pointers copied with cudaMemcpy) and inline PTX
+    stores (`asm volatile("st.global.f32 ...")`). Turn them on with
+    `generate(seed, features=Features.parse("+host-tables,+asm"))`, or
+    `scripts/fuzz.py --features +host-tables,+asm`; `Features.parse("none")` gives the
+    programs of the generator before extras.py (see the Features docstring).
 Launches form chains, forks (a value read by several launches), independent branches (fresh
 inputs) and diamonds. Host loops: ping-pong (a step from one buffer into another, optionally
 followed by an in-place activation, pointers swapped every iteration), in place (one buffer
@@ -57,7 +70,7 @@ from tests.randprog.program import (
 )
 from tests.randprog.render import Style, render, summarize
 
-__all__ = ["DEFAULT", "Features", "build_program", "generate", "programs"]
+__all__ = ["DEFAULT", "Features", "build_program", "extras_chooser", "generate", "programs"]
 
 T = TypeVar("T")
 
@@ -594,8 +607,12 @@ def generate(seed: int, max_steps: int = 8, features: Features = DEFAULT) -> Ran
     """The program of `seed` (the same on every machine and Python version). Whether it uses
     the constructs of extras.py is drawn from a second stream of the seed, so a program that
     does not is the one the generator made before they existed."""
-    return build_program(SeedChooser(seed), seed, max_steps, features,
-                         SeedChooser(seed, stream=12))
+    return build_program(SeedChooser(seed), seed, max_steps, features, extras_chooser(seed))
+
+
+def extras_chooser(seed: int) -> SeedChooser:
+    """The stream that decides whether program `seed` uses the constructs of extras.py."""
+    return SeedChooser(seed, stream=12)
 
 
 class DrawChooser:

@@ -10,7 +10,9 @@ A failing seed reproduces with `.venv/bin/python scripts/fuzz.py --fuse --seed S
 (the assertion message prints it); `make fuzz` runs 1000 programs this way.
 
 Two bugs this file found are fixed (a RecursionError in the analysis of tree reductions, and
-isl taking 20-50 s to re-index one program); every seed runs.
+isl taking 20-50 s to re-index one program); every seed runs. The seeds that the generator's
+constructs of issue 12 (pointer tables, `__device__` variables, device functions) make fail
+before that issue's fixes are listed below (WRONG_FUSION_SEEDS, EXECUTOR_SEEDS).
 """
 
 from __future__ import annotations
@@ -35,6 +37,35 @@ from tests.randprog.program import RandomProgram
 PLAIN = Features.parse("none")
 
 SEEDS = range(100)
+
+# Issue 12 item 7: with the generator's pointer tables, `__device__` variables and `__noinline__`
+# device functions, `scripts/fuzz.py --fuse` over seeds 0..179 found these seeds failing with
+# sirius at b0e3fae (before the fixes of issue 12 items 1, 2 and 4). They are ordinary tests
+# (test_fused_program for the seeds of SEEDS, test_issue12_seed for the others), expected to
+# pass once those fixes land: not xfail, so that a pass shows.
+#
+# The fused program computes wrong values (also with the executor's bounds checks off):
+WRONG_FUSION_SEEDS = {
+    8: "a __device__ float* set by one launch, a buffer written and read through it by "
+       "others; fused horizontally: d_t4 wrong under reverse and random orders",
+    28: "a stencil writes the __device__ array g_a0, the next map reads it through its "
+        "__noinline__ getter (program B); fused vertically: d_t1 wrong in every order",
+    47: "a map writes d_t1 through a pointer table entry, a transpose reads d_t1 directly "
+        "(program A); fused horizontally: wrong under reverse and random orders",
+    96: "a __device__ float* holds d_t4 + 2; one launch writes d_t4 directly, a later one "
+        "reads g_p1 - 2; fused: d_t11 wrong under reverse order",
+    143: "__device__ arrays written by launches (one through a __noinline__ setter) and read "
+         "by later ones, a __device__ float*; fused horizontally: d_t3, d_t4 wrong",
+}
+# Every fused run faults in the executor's bounds checks, which do not know `__device__`
+# variables (issue 12 item 4); with the checks off the fused outputs match (the executor's
+# `__device__` values surviving from one run to the next, another item-4 defect, could hide
+# a wrong fusion here):
+EXECUTOR_SEEDS = (2, 7, 13, 22, 25, 27, 29, 30, 34, 39, 43, 53, 54, 60, 63, 65, 67, 70, 73,
+                  75, 81, 89, 94, 98, 100, 105, 107, 111, 116, 118, 124, 128, 133, 137, 156,
+                  165, 167, 172, 173, 178)
+# the seeds beyond SEEDS that run here as well (a few: each costs a fusion and six runs)
+ISSUE12_SEEDS = (137, 143, 178)
 
 
 # launch counts shared with test_fusion_happens through files: pytest-xdist runs the seeds in
@@ -65,6 +96,22 @@ def _recorded(tmp_path_factory, seed: int) -> tuple[int, int] | None:
 def test_fused_program(seed: int, tmp_path, tmp_path_factory) -> None:
     out = fuse_and_verify(seed, arrangement_for(seed), tmp_path)
     _record(tmp_path_factory, seed, out.launches_before, out.launches_after)
+
+
+@pytest.mark.parametrize("seed", ISSUE12_SEEDS)
+def test_issue12_seed(seed: int, tmp_path) -> None:
+    """A program with the constructs of issue 12 that sirius at b0e3fae fused wrongly or whose
+    fused run the executor could not check (WRONG_FUSION_SEEDS, EXECUTOR_SEEDS)."""
+    assert seed not in SEEDS
+    fuse_and_verify(seed, arrangement_for(seed), tmp_path)
+
+
+def test_issue12_seeds_still_use_the_constructs() -> None:
+    """The seeds above still make programs with pointer tables or `__device__` variables (a
+    change of the generator that moved them would leave the lists naming other programs)."""
+    for seed in sorted(set(WRONG_FUSION_SEEDS) | set(EXECUTOR_SEEDS)):
+        prog = generate(seed)
+        assert prog.globals or any(b.dtype == "ptr" for b in prog.buffers), seed
 
 
 def test_dynamic_shared_memory_reduction_fused(tmp_path) -> None:
