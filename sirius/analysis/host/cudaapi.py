@@ -203,10 +203,6 @@ def address_buffers(a: Address) -> set[str]:
     return {a.buffer} if isinstance(a, DevRef) else {c.buffer for c in a.choices}
 
 
-def _at(u: Unknown) -> str:
-    return f", line {u.loc.line}" if u.loc is not None else ""
-
-
 def stub_to_kernel(stub: str) -> str:
     """clang names a kernel's host stub `__device_stub__<name>` inside the same mangling."""
     m = re.search(r"(\d+)__device_stub__", stub)
@@ -404,52 +400,11 @@ class CudaRuntime:
         self.interp.emit(op)
         return const(0, 32)
 
-    def device_addresses_in(self, src: AV, nbytes: Expr, ins: Instr
-                            ) -> tuple[tuple[tuple[int, Address], ...], tuple[str, ...]]:
-        """The device addresses the host wrote into the bytes a host-to-device copy sends (byte
-        offset in the copy, address), and the device buffers whose copied-back bytes they are.
-        Device addresses sirius cannot place are refused: the copy would send garbage."""
-        mem = self.interp.mem
-        if not isinstance(src, HostPtr):
-            tainted = next(iter(mem.tainted.values()), None)
-            if tainted is not None:
-                raise self.error(
-                    "this copy sends host memory sirius cannot follow, and the program writes "
-                    f"device addresses into host memory ({tainted.reason}"
-                    f"{_at(tainted)}); sirius cannot tell whether they are sent", ins,
-                    "copy from a host array named directly in the call")
-            return (), ()
-        region = src.region
-        if region in mem.tainted:
-            why = mem.tainted[region]
-            raise self.error(
-                f"'{region.name}' holds device addresses sirius cannot place ({why.reason}"
-                f"{_at(why)}); the device would receive them as garbage", ins,
-                "store device pointers into host arrays at constant indices, outside loops, "
-                "or pass the buffers to the kernels as arguments")
-        cells = mem.cells.get(region, {})
-        held = [(off, size, v.addr) for off, (size, v) in sorted(cells.items())
-                if isinstance(v, DevPtr)]
-        via = tuple(sorted(mem.from_device.get(region, frozenset())))
-        if not held:
-            return (), via
-        if not src.offset.is_const:
-            raise self.error(f"this copy sends '{region.name}', which holds device addresses, "
-                             "from an offset that depends on loop variables; sirius cannot "
-                             "place the addresses", ins)
-        start = src.offset.const
-        top = nbytes.const if nbytes.is_const else None
-        out = []
-        for off, size, addr in held:
-            rel = off - start
-            if rel + size <= 0 or (top is not None and rel >= top):
-                continue
-            if size != 8 or rel < 0:
-                raise self.error(f"'{region.name}' holds a device address in {size} bytes at "
-                                 f"byte {off}, which this copy cuts; sirius only places whole "
-                                 "8-byte addresses", ins)
-            out.append((rel, addr))
-        return tuple(out), via
+    def device_addresses_in(self, src: AV, nbytes: Expr, ins: Instr):
+        from sirius.analysis.host.addresses import sent_addresses  # (it imports this module)
+
+        return sent_addresses(self.interp.mem, src, nbytes,
+                              lambda msg, *notes: self.error(msg, ins, *notes))
 
     def host_ref(self, av: AV) -> HostRef:
         return HostRef(av.region.name if isinstance(av, HostPtr) else "host")

@@ -321,10 +321,10 @@ class HostInterpreter(HostFlow):
                                                  "an index that depends on loop variables",
                                                  self.loc(ins)))
             if device and not (placed and isinstance(v, DevPtr)):
-                where = "an index that depends on loop variables" if not placed else \
-                    "a value sirius does not know"
-                self.mem.taint(p.region, Unknown(f"a device address written to "
-                                                 f"'{p.region.name}' at {where}", self.loc(ins)))
+                what = f"a device address written to '{p.region.name}' at an index sirius " \
+                    "does not know" if not placed else f"a pointer sirius does not know (a " \
+                    f"device address?) written to '{p.region.name}'"
+                self.mem.taint(p.region, Unknown(what, self.loc(ins)))
             self.mem.add_from_device(p.region, via)
         elif not isinstance(p, DevPtr):
             self.havoc_through(frame, ins.operands[1],

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from sirius.analysis.cfg import FunctionCFG, NaturalLoop
 from sirius.analysis.expr import Expr
 from sirius.analysis.host import cudaapi
+from sirius.analysis.host.addresses import MAX_CONCRETE_TRIPS, AddressFlow, NotConcrete
 from sirius.analysis.host.loops import LoopShape, analyse_loop, carried_values
 from sirius.analysis.host.model import DevRef, Loop
 from sirius.analysis.host.ops import truth
@@ -48,26 +49,11 @@ class LoopCtx:
     inside: dict[Block, Block]  # exiting block -> its successor inside the loop
 
 
-# Instructions whose result carries the bits of their operands (a pointer made into an integer
-# and back, moved, offset, selected).
-_CARRY = {"getelementptr", "bitcast", "addrspacecast", "ptrtoint", "inttoptr", "zext", "sext",
-          "trunc", "freeze", "add", "sub", "or", "and", "xor", "shl", "lshr", "ashr", "phi",
-          "select", "extractvalue", "insertvalue", "extractelement", "insertelement",
-          "shufflevector"}
-
-
-def _join(items) -> tuple[bool, frozenset[str]]:
-    device, via = False, frozenset()
-    for d, v in items:
-        device, via = device or d, via | v
-    return device, via
-
-
 # Outcomes of walking a region.
 _BACKEDGE, _END = "backedge", "end"
 
 
-class HostFlow:
+class HostFlow(AddressFlow):
     # the walk ------------------------------------------------------------------------------
     def walk(self, frame: Frame, block: Block, preds: frozenset[Block], ctx: LoopCtx | None,
              phis_done: bool = False):
@@ -132,6 +118,8 @@ class HostFlow:
                        ctx: LoopCtx | None):
         """A branch on a value sirius does not know: skip the region it controls when that region
         does no GPU work; otherwise the model would be a guess, which is an error."""
+        if self.concrete:
+            raise NotConcrete
         cfg = frame.cfg
         join = cfg.post_dominator(block)
         region = cfg.reachable(succs, join)
@@ -183,25 +171,7 @@ class HostFlow:
         loc = self.loc(where.terminator)
         why = Unknown(f"computed by host code sirius skips (line {loc.line if loc else '?'})")
         blocks = set(blocks)
-        # what the skipped code may write where, judged before its values are forgotten
-        writes: list[tuple[Value, tuple[bool, frozenset[str]], Instr]] = []
-        for b in blocks:
-            for ins in b.instrs:
-                if ins.opcode == "store":
-                    writes.append((ins.operands[1],
-                                   self.provenance(frame, ins.operands[0], blocks), ins))
-                elif ins.opcode in ("call", "invoke"):
-                    callee = ins.callee
-                    name = callee.name if callee is not None else ""
-                    if name.startswith(_IGNORED_INTRINSICS) or cudaapi.is_readonly(name):
-                        continue
-                    ptrs = [a for a in ins.args if a.type.startswith("ptr")]
-                    # what the callee may copy: what its pointers point to (a pointer it is
-                    # given, unless a known device address, is not taken for one)
-                    carried = _join([self.provenance(frame, a, blocks, through=True)
-                                     for a in ptrs] + [(True, frozenset()) for a in ptrs
-                                                       if isinstance(frame.env.get(a), DevPtr)])
-                    writes += [(a, carried, ins) for a in ptrs]
+        writes = self.skipped_writes(frame, blocks)  # judged before its values are forgotten
         for b in blocks:
             for ins in b.instrs:
                 frame.env[ins] = why
@@ -221,45 +191,6 @@ class HostFlow:
                 self.mem.taint(r, Unknown(f"a device address written to '{r.name}' by code "
                                           "sirius does not follow", self.loc(ins)))
             self.mem.add_from_device(r, via)
-
-    def provenance(self, frame: Frame, v: Value, blocks=frozenset(), depth: int = 0,
-                   through: bool = False) -> tuple[bool, frozenset[str]]:
-        """Whether the value `v` may be a device address the host made (True, or the bits of
-        one), and the device buffers whose copied-back bytes it may carry. `blocks`: code being
-        skipped (its values are not known); `through`: the memory `v` points to, not `v`."""
-        if depth > 12:
-            return True, self._all_from_device()
-        if through:
-            regions = self.pointer_regions(frame, v, set())
-            if regions is None:  # memory sirius cannot name (a FILE *, a library's buffer)
-                return False, frozenset()
-            return (any(self.mem.device_addresses(r) for r in regions),
-                    frozenset().union(*(self.mem.from_device.get(r, frozenset())
-                                         for r in regions)))
-        if isinstance(v, Instr) and v.block in blocks:
-            op = v.opcode
-            if op == "load":
-                return self.provenance(frame, v.operands[0], blocks, depth + 1, through=True)
-            if op in _CARRY:
-                ops = v.operands[1:] if op == "select" else v.operands
-                return _join(self.provenance(frame, o, blocks, depth + 1) for o in ops
-                             if o.kind != "block")
-            if op in ("alloca", "fcmp", "icmp") or op.startswith("f") or op.endswith("tofp"):
-                return False, frozenset()
-            if op in ("call", "invoke") and v.callee is not None and \
-                    cudaapi.is_allocator(v.callee.name):
-                return False, frozenset()
-            return v.type.startswith(("ptr", "i64")), frozenset()
-        av = frame.env.get(v) if v in frame.env else self.val(frame, v)
-        if isinstance(av, DevPtr):
-            return True, frozenset()
-        if isinstance(av, Unknown):
-            return v.type.startswith("ptr") or (isinstance(v, Instr) and
-                                                v.opcode == "ptrtoint"), frozenset()
-        return False, frozenset()
-
-    def _all_from_device(self) -> frozenset[str]:
-        return frozenset().union(*self.mem.from_device.values())
 
     def pointer_regions(self, frame: Frame, v: Value, seen: set) -> set[Region] | None:
         if v in seen:
@@ -291,7 +222,7 @@ class HostFlow:
     def run_loop(self, frame: Frame, lp: NaturalLoop, preds: frozenset[Block]):
         gpu = self.blocks_do_gpu_work(lp.blocks)
         if gpu is None:
-            return self.skip_loop(frame, lp)
+            return self.skip_loop(frame, lp, preds)
         shape = analyse_loop(self, frame, lp, preds)
         header_loc = self.loc(shape.exiting_instr) or self.loc(gpu)
         if shape.trips == 0:
@@ -327,7 +258,11 @@ class HostFlow:
         self.loop_vars.discard(var)
         return shape.exit_target, frozenset([shape.exiting])
 
-    def skip_loop(self, frame: Frame, lp: NaturalLoop):
+    def skip_loop(self, frame: Frame, lp: NaturalLoop, preds: frozenset[Block] = frozenset()):
+        if any(device for _, (device, _), _ in self.skipped_writes(frame, set(lp.blocks))):
+            done = self.run_concretely(frame, lp, preds)  # it fills a table of device pointers
+            if done is not None:
+                return done
         cfg = frame.cfg
         first = next((i for i in lp.header.instrs if i.dbg is not None), lp.header.terminator)
         self.havoc_region(frame, lp.blocks, lp.header)
@@ -349,6 +284,31 @@ class HostFlow:
                                  gpu)
             self.havoc_region(frame, region, lp.header)
         return cont, preds
+
+    def run_concretely(self, frame: Frame, lp: NaturalLoop, preds: frozenset[Block]):
+        """Run a loop that does no GPU work iteration by iteration (it writes device addresses
+        into host memory: see addresses.py); the block after it, or None (state unchanged)
+        when some branch cannot be decided or it runs too long."""
+        if len(lp.latches) != 1 or not preds:
+            return None
+        saved = self.snapshot(frame)
+        self.concrete += 1
+        try:
+            ctx, into = LoopCtx(lp, {}), preds
+            for _ in range(MAX_CONCRETE_TRIPS):
+                self.eval_phis(frame, lp.header, into)
+                out = self.walk(frame, lp.header, into, ctx, phis_done=True)
+                if isinstance(out, tuple) and out[0] == "exit":
+                    return out[1], out[2]
+                if out is not _BACKEDGE:
+                    break
+                into = frozenset(lp.latches)
+        except (NotConcrete, HostAnalysisError):
+            pass
+        finally:
+            self.concrete -= 1
+        self.restore(frame, saved)
+        return None
 
     def carried_cells(self, frame: Frame, lp: NaturalLoop, shape: LoopShape) -> dict:
         """Host variables that carry values from one iteration to the next through memory

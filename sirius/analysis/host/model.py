@@ -133,7 +133,7 @@ class Copy:
                "src": self.src.to_json(), "bytes": self.bytes.to_json(),
                "async": self.is_async, "loc": _loc(self.loc)}
         if self.pointers:
-            out["pointers"] = [{"offset": off, **a.to_json()} for off, a in self.pointers]
+            out["pointers"] = [{"at": off, **a.to_json()} for off, a in self.pointers]
         if self.via:
             out["via"] = list(self.via)
         return out

@@ -60,6 +60,11 @@ def op_lines(ops: list[dict], depth: int) -> list[tuple[str, str]]:
             a = " async" if op["async"] else ""
             text = f"copy   {op['kind']}{a} {_side(op['dst'])} <- {_side(op['src'])} " \
                    f"({op['bytes']} B)"
+            if op.get("pointers"):
+                held = ", ".join(f"@{p['at']}: {_addr(p)}" for p in op["pointers"])
+                text += f" holding device addresses {held}"
+            if op.get("via"):
+                text += f" (bytes copied back from {', '.join(op['via'])})"
         elif kind == "memset":
             text = f"memset {_addr(op['dst'])} = {op['value']} ({op['bytes']} B)"
         elif kind == "sync":

@@ -42,6 +42,9 @@ class UAR:
     graph: nx.MultiDiGraph  # frozen; nodes are statement ids, edge data {"dep": Dependence}
     warnings: tuple[str, ...]
     seconds: dict[str, float] = field(default_factory=dict)
+    # buffers and module globals whose address may be stored in memory (uar/pointsto.py): a
+    # pointer loaded from memory may reach them, so they must keep their identity
+    escaped: frozenset[str] = frozenset()
 
     def statement(self, sid: str) -> Statement:
         return self.statements[int(sid[1:])]
@@ -98,7 +101,7 @@ def build_uar(view: ModuleView, infos: list[KernelInfo], program: HostProgram,
         g.add_edge(d.src, d.dst, dep=d)
     seconds = {"effects": t1 - t0, "dependences": t2 - t1}
     return UAR(program, tuple(stmts), tuple(deps), effects, tuple(launch_effects), nx.freeze(g),
-               tuple(dict.fromkeys(builder.warnings)), seconds)
+               tuple(dict.fromkeys(builder.warnings)), seconds, builder.points.escaped())
 
 
 # control dependences ----------------------------------------------------------------------------

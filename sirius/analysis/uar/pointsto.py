@@ -157,6 +157,15 @@ class PointsTo:
     def _size(self) -> int:
         return len(self.anywhere) + sum(len(v) for v in self.pts.values())
 
+    def escaped(self) -> frozenset[str]:
+        """Every object whose address may sit in memory (a pointer loaded anywhere may reach
+        it): such a buffer must keep its identity (never be split or contracted)."""
+        self.solve()
+        out = set(self.anywhere)
+        for v in self.pts.values():
+            out |= v
+        return frozenset(self.expand(out))
+
     def expand(self, objects: set[str]) -> set[str]:
         """`*` replaced by every host buffer and every module global."""
         if EVERY not in objects:

@@ -143,6 +143,9 @@ def split_storage(host: HostProgram, uar: UAR,
         if b.name in refused:
             notes.append(f"{b.name}: not split: {refused[b.name]}")
             continue
+        if b.name in uar.escaped:  # a copy would leave the stored addresses behind
+            notes.append(f"{b.name}: not split: its address may be stored in device memory")
+            continue
         uses, why = _uses(b, launches, uar)
         if uses is None:
             notes.append(f"{b.name}: not split: {why}")

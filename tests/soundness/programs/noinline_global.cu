@@ -1,0 +1,17 @@
+// Issue 12, program B: a __device__ global written and read in __noinline__ functions.
+#define N 4096
+__device__ float g;
+__device__ __noinline__ void setg(float v) { g = v; }
+__device__ __noinline__ float getg() { return g; }
+__global__ void k1(const float *a, float *b, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) b[i] = a[i] + 1.0f; if (i == n - 1) setg(a[i] * 3.0f + 7.0f); }
+__global__ void k2(const float *x, float *c, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = x[i] * getg(); }
+int main() {
+  static float ha[N], hb[N], hx[N], hc[N]; float *a, *b, *x, *c;
+  cudaMalloc(&a, N * 4); cudaMalloc(&b, N * 4); cudaMalloc(&x, N * 4); cudaMalloc(&c, N * 4);
+  cudaMemcpy(a, ha, N * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(x, hx, N * 4, cudaMemcpyHostToDevice);
+  k1<<<N / 256, 256>>>(a, b, N);
+  k2<<<N / 256, 256>>>(x, c, N);
+  cudaMemcpy(hb, b, N * 4, cudaMemcpyDeviceToHost);
+  cudaMemcpy(hc, c, N * 4, cudaMemcpyDeviceToHost); return 0;
+}
