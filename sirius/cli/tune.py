@@ -59,12 +59,12 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     for v in [result.baseline] + result.variants:
         verdict = {True: "verified", False: "FAILED", None: "-"}[v.verified]
         rows.append([v.label + (" *" if v is result.chosen else ""),
-                     str(v.result.launches_after) if v.result.ok else "-",
+                     str(len(v.result.counts)) if v.result.ok else "-",
                      fmt_time(v.seconds) if v.estimate else "build failed",
                      _largest(v.estimate) if v.estimate else "-",
                      "reference" if v.result.original else verdict])
     print_table(f"variants on {g.name} (estimates; * chosen)",
-                ["variant", "launches", "estimated", "largest term", "verification"],
+                ["variant", "launches run", "estimated", "largest term", "verification"],
                 rows, left=("variant", "largest term", "verification"))
     if result.chosen is None:
         print("no variant could be built and verified (see the notes in report.md)")

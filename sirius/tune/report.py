@@ -48,7 +48,8 @@ def variant_json(result: TuneResult, v: Variant) -> dict:
     out = {
         "label": r.label, "original": r.original, "split_storage": r.split_storage,
         "choices": "original" if r.original else r.choices_list(),
-        "launches": {"before": r.launches_before, "after": r.launches_after},
+        "launches": {"before": r.launches_before, "after": r.launches_after,
+                     "run": len(r.counts)},
         "fused_kernels": list(r.fused), "undone": list(r.undone),
         "build_seconds": round(r.seconds, 3), "ir_sha": r.ir_sha,
         "same_program_as": _same_as(result, v),
@@ -94,7 +95,7 @@ def _row(result: TuneResult, v: Variant) -> list[str]:
         verdict = "reference"
     same = _same_as(result, v)
     mark = " (chosen)" if v is result.chosen else ""
-    return [v.label + mark, f"{v.result.launches_after}", fmt_time(v.seconds),
+    return [v.label + mark, f"{len(v.result.counts)}", fmt_time(v.seconds),
             f"launch {fmt_time(t['launch'])}; bodies {fmt_time(v.seconds - t['launch'])} "
             f"(mostly {body})", verdict + (f"; same program as {same}" if same else "")]
 
@@ -128,7 +129,7 @@ def report_md(result: TuneResult) -> str:
               f"- variants built: {result.ran_on}; "
               + ", ".join(f"{k} {x:.1f} s" for k, x in result.seconds.items()), ""]
     lines += ["## Variants (estimates)", ""]
-    lines += _table(["variant", "launches", "estimated time", "terms", "verification"],
+    lines += _table(["variant", "launches run", "estimated time", "terms", "verification"],
                     [_row(result, v) for v in [result.baseline] + result.variants])
     if result.region_choices:
         lines += ["", "## Per-region choice", "",
@@ -187,7 +188,7 @@ def report_html(result: TuneResult) -> str:
         f"<tr class='{'chosen' if v is result.chosen else ''}'>"
         + "".join(f"<td>{e(x)}</td>" for x in _row(result, v)) + "</tr>"
         for v in [result.baseline] + result.variants)
-    parts.append("<h2>Variants (estimates)</h2><table><tr><th>variant</th><th>launches</th>"
+    parts.append("<h2>Variants (estimates)</h2><table><tr><th>variant</th><th>launches run</th>"
                  "<th>estimated time</th><th>terms</th><th>verification</th></tr>"
                  f"{rows}</table>")
     parts.append(_img(plots.roofline(result), "per-kernel roofline before and after fusion"))

@@ -207,7 +207,9 @@ def build(req: Request, measure: bool = True):
             s.resources = dict(compile_ir(o.program.device_ir, src.arch)[1].kernels)
         counts = C.measure(o.host, o.program.device_ir, src.files, o.kernels, s.resources,
                          seed=src.seed, dtypes=s.dtypes, regions=False)
-        n = len(o.host.launches())
+        from sirius.fusion.plan.planner import launch_count
+
+        n = launch_count(o.host.ops)
         return VariantResult(req.label, False, "original", True, tuple(counts),
                              launches_before=n, launches_after=n,
                              ir_sha=_sha(o.program.device_ir),

@@ -29,9 +29,10 @@ def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys):
     labels = [v["label"] for v in doc["variants"]]
     assert labels[:4] == ["auto", "vertical", "horizontal", "unfused"]
     chosen = next(v for v in doc["variants"] if v["label"] == doc["chosen"])
-    assert chosen["verified"] is True and chosen["launches"] == {"before": 4, "after": 1}
+    assert chosen["verified"] is True
+    assert chosen["launches"] == {"before": 4, "after": 1, "run": 1}
     base = doc["baseline"]
-    assert base["launches"]["after"] == 4 and base["verified"] is None
+    assert base["launches"]["run"] == 4 and base["verified"] is None
     # the program estimate is the sum of its launches' estimates, each launch_us + body
     for v in [base] + doc["variants"]:
         les = v["launch_estimates"]
@@ -94,3 +95,23 @@ def test_ray_agrees_with_in_process():
     want = tune_json(tune(src, gpu("H100 SXM"), jobs=1))
     assert got["ran_on"] == "ray"
     assert _estimates(got) == _estimates(want)
+
+
+def test_a_variant_that_fails_verification_is_never_chosen(monkeypatch):
+    from sirius.tune import tuner
+
+    real = tuner._verify
+
+    def fail_auto(src, v):
+        ok, note, res = real(src, v)
+        if v.label == "auto":  # pretend the fastest variant computes something else
+            return False, "NOT OK: injected mismatch", res
+        return ok, note, res
+
+    monkeypatch.setattr(tuner, "_verify", fail_auto)
+    r = tune(Source((CHAIN,), "sm_90"), gpu("H100 SXM"), jobs=1)
+    auto = next(v for v in r.variants if v.label == "auto")
+    assert auto.verified is False
+    assert r.chosen is not None and r.chosen.label != "auto" and r.chosen.verified is True
+    assert r.chosen.seconds >= auto.seconds
+    assert any("auto failed verification and is not chosen" in n for n in r.notes)
