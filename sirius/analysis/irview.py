@@ -51,6 +51,16 @@ class Instr(Value):
         m = re.search(r"= [if]cmp (?:samesign |fast |nnan |ninf |nsz )*(\w+) ", self.text)
         return m.group(1) if m else ""
 
+    def switch_cases(self) -> list[tuple[int, Block]]:
+        """A switch's (case value, destination) pairs, in order. LLVM 22 keeps the case values
+        out of the operand list (operands: condition, default, then the destinations), so the
+        values are read from the instruction's text."""
+        values = re.findall(r"\bi\d+ (-?\d+), label ", self.text.split("[", 1)[-1])
+        dests = [o for o in self.operands[2:] if isinstance(o, Block)]
+        if len(values) != len(dests):
+            raise ValueError(f"cannot read the cases of {self.text!r}")
+        return [(int(v), d) for v, d in zip(values, dests, strict=True)]
+
     @property
     def callee(self) -> Value | None:
         return self.operands[-1] if self.opcode in ("call", "invoke") else None
@@ -150,12 +160,18 @@ _DEFINE_RE = re.compile(r"^define [^\n]*?@(\"[^\"]+\"|[-\w.$]+)\(.*?^}$", re.M |
 
 def _instruction_lines(body: str) -> list[str]:
     """The instruction lines of one function's text, in order (labels, records, blanks dropped)."""
-    out = []
+    out: list[str] = []
+    open_list = False  # inside a switch's case list: one line per case, up to its `]`
     for line in body.splitlines()[1:-1]:
         s = line.strip()
         if not s or s.startswith(";") or s.startswith("#dbg_") or not line.startswith("  "):
             continue
+        if open_list:
+            out[-1] += " " + s
+            open_list = not s.startswith("]")
+            continue
         out.append(s)
+        open_list = s.endswith("[")
     return out
 
 

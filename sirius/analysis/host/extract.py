@@ -37,7 +37,15 @@ from sirius.analysis.host.values import (
     offset_addr,
 )
 from sirius.analysis.irtypes import TypeTable
-from sirius.analysis.irview import Const, ConstExpr, Function, Instr, ModuleView, Value
+from sirius.analysis.irview import (
+    Argument,
+    Const,
+    ConstExpr,
+    Function,
+    Instr,
+    ModuleView,
+    Value,
+)
 from sirius.diagnostics import HostAnalysisError, Location
 
 
@@ -108,7 +116,11 @@ class HostInterpreter(HostFlow):
             return self.const_expr(v)
         if v.kind == "undef":
             return Unknown("an undefined value")
-        return Unknown(f"value %{v.name} is not computed on the path sirius follows")
+        name = self.var_name(frame, v)  # the source name where debug info gives one
+        if isinstance(v, Argument):  # of the entry function (calls bind their arguments)
+            fn = self.view.source_name(frame.fn) or frame.fn.name
+            return Unknown(f"'{name}' is a parameter of {fn}, known only when the program runs")
+        return Unknown(f"'{name}' is not computed on the path sirius follows")
 
     def global_region(self, name: str) -> Region:
         r = self.regions.get("@" + name)

@@ -29,7 +29,7 @@ from sirius.analysis.host.values import (
     mentions,
     substitute,
 )
-from sirius.analysis.irview import Block, Const, Function, Instr, Value
+from sirius.analysis.irview import Block, Function, Instr, Value
 from sirius.diagnostics import HostAnalysisError
 
 _IGNORED_INTRINSICS = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experimental.noalias",
@@ -106,11 +106,10 @@ class HostFlow(AddressFlow):
             if t is not None:
                 return (succs[0] if t else succs[1]), frozenset([block])
         elif term.opcode == "switch" and isinstance(cond, Int) and cond.e.is_const:
-            pairs = term.operands[2:]
-            for i in range(0, len(pairs) - 1, 2):
-                case = pairs[i]
-                if isinstance(case, Const) and case.value == cond.e.const:
-                    return pairs[i + 1], frozenset([block])  # type: ignore[return-value]
+            mask = (1 << cond.bits) - 1
+            for value, dest in term.switch_cases():
+                if (value - cond.e.const) & mask == 0:
+                    return dest, frozenset([block])
             return term.operands[1], frozenset([block])  # default
         return self.skip_condition(frame, block, succs, cond, ctx)
 

@@ -136,6 +136,11 @@ _UNSIGNED = {"ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
 
 
 def compare_ints(pred: str, x: int, y: int, bits: int) -> bool:
+    """`x pred y` for an icmp predicate (slt .. uge, eq, ne) on `bits`-wide integers."""
+    if pred not in _SIGNED and pred not in _UNSIGNED:
+        # an instruction whose text was not read as an icmp (irview pairs texts with
+        # instructions): a bug, but one that names what it saw
+        raise ValueError(f"not an integer comparison predicate: {pred!r}")
     if pred in _UNSIGNED:
         mask = (1 << bits) - 1
         x, y = x & mask, y & mask
