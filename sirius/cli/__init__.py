@@ -4,16 +4,21 @@ calls the library (`sirius.pipeline`, the stage packages); nothing in the librar
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import importlib
-import os
 import sys
-import traceback
-from pathlib import Path
 
-from sirius._version import __version__
-from sirius.diagnostics import SiriusError
+try:  # Ctrl-C while Python loads the command (the console script imports this module first)
+    import argparse
+    import contextlib
+    import importlib
+    import os
+    import traceback
+    from pathlib import Path
+
+    from sirius._version import __version__
+    from sirius.diagnostics import SiriusError
+except KeyboardInterrupt:
+    print("sirius: interrupted", file=sys.stderr)
+    raise SystemExit(130) from None
 
 COMMANDS = ("inspect", "compile", "analyze", "run", "import_tvm", "fuse", "verify", "tune", "opt")
 

@@ -1,14 +1,18 @@
-"""`sirius fuse PROGRAM.cu -o OUT/` (docs/fusion.md); `fusion_args`, `fuse_from_args` and
-`summary` are shared with `sirius verify`."""
+"""`sirius fuse PROGRAM.cu [-o OUT/]` (docs/fusion.md): fuse, verify on the CPU executor (unless
+`--no-verify`), and write fused.ll, fused.ptx, plan.json and report.md; `fusion_args`,
+`fuse_from_args` and `summary` are shared with `sirius verify`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from sirius.cli.common import Reporter, clang_flags, program_args
+from sirius.diagnostics import SiriusError, warn
 from sirius.fusion.plan.planner import ARRANGEMENTS, Options
 
 
@@ -39,20 +43,136 @@ def summary(res) -> str:
     return "\n".join(lines)
 
 
-def _cmd_fuse(args: argparse.Namespace) -> int:
-    from sirius.fusion.report import plan_json, write_outputs
+def default_orders(seed: int) -> tuple[str, ...]:
+    return ("forward", "reverse", f"random:{seed}")
 
-    say = progress(args.quiet)
-    res = fuse_from_args(args, say)
-    if args.output is None and not args.json:
-        print("error: give -o OUT/ (or --json)", file=sys.stderr)
-        return 2
+
+# the output directory ---------------------------------------------------------------------------
+class OutputDir:
+    """Where `fuse` writes, checked before any work: an existing file, a path under a file, or
+    a directory that cannot be created or written is a SiriusError (exit 2) now, not after the
+    fusion. A directory created here and left empty (the run failed) is removed again."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.created = False
+        if path.exists() and not path.is_dir():
+            raise SiriusError(f"-o {path}: exists and is not a directory (fuse writes four "
+                              "files into a directory); remove it or name another path")
+        try:
+            if not path.exists():
+                path.mkdir(parents=True)
+                self.created = True
+        except OSError as e:
+            raise SiriusError(f"-o {path}: cannot create it: {_reason(e)}") from e
+        try:  # a file written and removed again: what a read-only directory refuses
+            fd, probe = tempfile.mkstemp(dir=path, prefix=".sirius-probe-")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            self.discard()
+            raise SiriusError(f"-o {path}: cannot write into it: {e.strerror or e}") from e
+
+    def discard(self) -> None:
+        """Remove the directory if this run created it and wrote nothing there."""
+        if self.created:
+            try:
+                self.path.rmdir()
+            except OSError:
+                pass
+            self.created = False
+
+    def write(self, res, verification: dict) -> list[Path]:
+        from sirius.fusion.report import write_outputs
+
+        try:
+            return write_outputs(res, self.path, verification)
+        except OSError as e:
+            raise SiriusError(f"-o {self.path}: cannot write the fused program: "
+                              f"{_reason(e)}") from e
+
+
+def _reason(e: OSError) -> str:
+    where = f" ({e.filename})" if e.filename else ""
+    return f"{e.strerror or e}{where}"
+
+
+def output_dir(args: argparse.Namespace) -> OutputDir | None:
+    """The checked output directory: `-o`, or `./PROGRAM.sirius/` (said on stderr) when neither
+    -o nor --json is given; None for --json without -o (the plan goes to stdout only)."""
     if args.output is not None:
-        for p in write_outputs(res, Path(args.output)):
+        return OutputDir(Path(args.output))
+    if args.json:
+        return None
+    path = Path(f"{Path(args.files[0]).stem}.sirius")
+    print(f"sirius: no -o given; writing to ./{path}/", file=sys.stderr)
+    return OutputDir(path)
+
+
+# verification -----------------------------------------------------------------------------------
+def _unchanged(res) -> bool:
+    """Whether the fused program is the original (nothing fused, split or rewritten)."""
+    return not res.fused and res.host == res.original.host and \
+        res.device_ir == res.original.program.device_ir
+
+
+def check(res, args: argparse.Namespace, say) -> tuple[dict, int]:
+    """Verify the fused program unless --no-verify; (what plan.json records, exit status)."""
+    from sirius.verify.differential import verify_fused
+    from sirius.verify.result import MISMATCH, ORDER_DEPENDENT
+
+    if args.no_verify:
+        return {"ran": False, "reason": "not verified (--no-verify)"}, 0
+    if _unchanged(res):
+        return {"ran": False, "reason": "not needed: nothing was fused or rewritten, the "
+                "fused program is the original"}, 0
+    rep = verify_fused(res.original, res, seed=args.seed, orders=default_orders(args.seed),
+                       progress=say)
+    if rep.status == MISMATCH:
+        lines = [f"  {r.mismatch_line()}" for r in rep.failed()[:8]]
+        lines += [f"  {o}: the fused run faulted: {m}" for o, m in rep.faults[:4]]
+        more = len(rep.failed()) + len(rep.faults) - len(lines)
+        lines += [f"  ... and {more} more"] if more > 0 else []
+        print("sirius: error: the fused program does not compute what the original does "
+              "(CPU executor, seed " f"{rep.seed}); nothing written\n" + "\n".join(lines) +
+              "\nnote: `sirius verify` shows the whole comparison; please report the program "
+              "(a fusion error is a bug in sirius); --no-verify writes it anyway",
+              file=sys.stderr)
+        return rep.brief(), 1
+    if rep.status == ORDER_DEPENDENT:
+        names = ", ".join(f"{d.buffer} ({d.mismatches} of {d.elements} elements)"
+                          for d in rep.order_dependent)
+        warn("order-dependent-original", "the original program gives different results under "
+             f"different block/thread orders in {names}: a race or colliding writes; those "
+             "buffers could not be checked, every other compared buffer agrees")
+    return rep.brief(), 0
+
+
+def _cmd_fuse(args: argparse.Namespace) -> int:
+    from sirius.frontend.compile import check_inputs
+    from sirius.fusion.report import plan_json
+
+    check_inputs([Path(f) for f in args.files])
+    out = output_dir(args)  # before any work: a bad -o fails now
+    say = progress(args.quiet)
+    try:
+        res = fuse_from_args(args, say)
+        verification, status = check(res, args, say)
+    except BaseException:
+        if out is not None:
+            out.discard()
+        raise
+    if status != 0:
+        say.done()
+        if out is not None:
+            out.discard()
+        return status
+    if out is not None:
+        for p in out.write(res, verification):
             say(f"wrote {p}")
     say.done()
     if args.json:
-        print(json.dumps(plan_json(res), indent=1))
+        print(json.dumps(plan_json(res, verification), indent=1))
     else:
         print(summary(res))
     return 0
@@ -70,10 +190,19 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
 
 
 def register(sub) -> None:
-    sp = sub.add_parser("fuse", help="fuse a program's launches; write fused.ll, fused.ptx, "
-                                     "plan.json and report.md")
+    sp = sub.add_parser("fuse", help="fuse a program's launches, verify the result on the CPU "
+                                     "executor, write fused.ll, fused.ptx, plan.json and "
+                                     "report.md")
     program_args(sp)
     fusion_args(sp)
-    sp.add_argument("-o", "--output", metavar="OUT", help="output directory")
+    sp.add_argument("-o", "--output", metavar="OUT",
+                    help="output directory (default ./PROGRAM.sirius/; with --json and no -o, "
+                         "nothing is written)")
     sp.add_argument("--json", action="store_true", help="print plan.json to stdout")
+    sp.add_argument("--no-verify", action="store_true",
+                    help="do not run original and fused on the CPU executor before writing "
+                         "(for programs verified elsewhere)")
+    sp.add_argument("--seed", type=int, default=7,
+                    help="input seed of the verification (default 7; orders forward, reverse "
+                         "and random:SEED)")
     sp.set_defaults(func=_cmd_fuse)

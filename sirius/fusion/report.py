@@ -18,7 +18,14 @@ from sirius.fusion.plan.planner import describe, same_iteration
 PLAN_SCHEMA = "sirius-plan/1"
 
 
-def plan_json(res: FuseResult) -> dict:
+# What plan.json and report.md say when no check ran (the Python API's `write`).
+NOT_VERIFIED = {"ran": False, "reason": "not verified: written without a check (run "
+                "`sirius verify` on the program)"}
+
+
+def plan_json(res: FuseResult, verification: dict | None = None) -> dict:
+    """The plan document; `verification` says which check ran and what it found
+    (`VerifyReport.brief()`) or why none ran (`{"ran": False, "reason": ...}`)."""
     from sirius.analysis.kernel.facts import kernel_to_json
 
     return {
@@ -35,6 +42,7 @@ def plan_json(res: FuseResult) -> dict:
         "wavefront": _wave_json(res),
         "not_fused": not_fused(res),
         "undone": list(res.undone),
+        "verification": verification or NOT_VERIFIED,
     }
 
 
@@ -114,13 +122,14 @@ def loop_notes(uar: UAR) -> list[str]:
 
 
 # report.md --------------------------------------------------------------------------------------
-def report_md(res: FuseResult) -> str:
+def report_md(res: FuseResult, verification: dict | None = None) -> str:
     names = ", ".join(str(p) for p in res.files)
     lines = [f"# sirius fuse: {names}", "",
              f"- target: {res.options.arch}; arrangement: {res.options.arrangement}",
              f"- launches: {res.launches_before} before, {res.launches_after} after "
              "(dynamic count; constant host loops unrolled in the count)",
-             f"- fused kernels: {len(res.fused)}", ""]
+             f"- fused kernels: {len(res.fused)}",
+             f"- verification: {verification_line(verification or NOT_VERIFIED)}", ""]
     plain = {k.mangled: k.name for k in res.original.kernels}
     lines += _before_after(res, plain)
     lines += ["## Fused kernels", ""]
@@ -209,13 +218,31 @@ def _before_after(res: FuseResult, plain: dict[str, str]) -> list[str]:
     return out + [""]
 
 
-def write_outputs(res: FuseResult, out: Path) -> list[Path]:
+def verification_line(v: dict) -> str:
+    """One line for report.md: which check ran and its result, or why none ran."""
+    if not v.get("ran"):
+        return v.get("reason", "not verified")
+    how = (f"CPU executor, seed {v['seed']}: original run in "
+           f"{' and '.join(v['original_orders'])} order, fused in {', '.join(v['orders'])} "
+           f"order with bounds {'checked' if v['check_bounds'] else 'not checked'}; "
+           f"compared: {', '.join(v['compared'])}: ")
+    if v["status"] == "ok":
+        return how + "OK"
+    if v["status"] == "original-order-dependent":
+        return how + ("INCONCLUSIVE for " + ", ".join(v["order_dependent"]) + ": the original "
+                      "program itself gives different results under different orders (a race "
+                      "or colliding writes); every other compared buffer agrees")
+    return how + "NOT OK: " + "; ".join(v["failed"] + v["faults"])
+
+
+def write_outputs(res: FuseResult, out: Path, verification: dict | None = None) -> list[Path]:
+    """Write fused.ll, fused.ptx, plan.json and report.md into `out` (created)."""
     import json
 
     out.mkdir(parents=True, exist_ok=True)
     files = {"fused.ll": res.device_ir, "fused.ptx": res.ptx,
-             "plan.json": json.dumps(plan_json(res), indent=1) + "\n",
-             "report.md": report_md(res)}
+             "plan.json": json.dumps(plan_json(res, verification), indent=1) + "\n",
+             "report.md": report_md(res, verification)}
     paths = []
     for name, text in files.items():
         p = out / name

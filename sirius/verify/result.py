@@ -1,0 +1,230 @@
+"""What differential verification found: one row per (order, compared buffer), the original's
+own order dependence, faults, and the verdict, as a table (rich or plain) or JSON."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+
+from sirius.verify.compare import tolerance_text
+
+# verdict -> exit status of `sirius verify` (docs/verify.md#exit-status)
+OK, MISMATCH, ORDER_DEPENDENT = "ok", "mismatch", "original-order-dependent"
+EXIT_STATUS = {OK: 0, MISMATCH: 1, ORDER_DEPENDENT: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyRow:
+    """One (order, output buffer) of the fused run against the original. `error` is set when the
+    buffer could not be compared (the fused run faulted, or does not have the buffer); the
+    numbers are then None. `reference` names the original run it was compared with: `forward`,
+    or the row's own order for a buffer the original computes order-dependently; such a row is
+    not `checkable` (a difference there is not blamed on the fusion). `first_index` is the
+    first differing element, `first_got` / `first_want` its fused and original values."""
+
+    order: str
+    buffer: str
+    dtype: str
+    elements: int
+    mismatches: int | None
+    max_abs: float | None
+    max_rel: float | None
+    bitwise: bool
+    tolerance: str
+    ok: bool
+    error: str = ""
+    reference: str = "forward"
+    checkable: bool = True
+    first_index: int | None = None
+    first_got: str = ""
+    first_want: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """A difference blamed on the fusion."""
+        return not self.ok and self.checkable
+
+    def to_json(self) -> dict:
+        out = {k: getattr(self, k) for k in self.__slots__}
+        for k in ("max_abs", "max_rel"):
+            v = out[k]
+            if v is not None and not math.isfinite(v):
+                out[k] = str(v)  # JSON has no inf / nan
+        return out
+
+    def mismatch_line(self) -> str:
+        """`reverse, c: 4096 of 4096 elements differ; first at [0]: fused 1.5, original 2`."""
+        head = f"{self.order}, {self.buffer}: "
+        if self.error:
+            return head + self.error
+        text = f"{head}{self.mismatches} of {self.elements} elements differ"
+        if self.first_index is not None:
+            text += (f"; first at [{self.first_index}]: fused {self.first_got}, "
+                     f"original {self.first_want}")
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class OrderDependence:
+    """A buffer whose final contents differ between two runs of the original program."""
+
+    buffer: str
+    elements: int
+    mismatches: int
+    first_index: int | None
+    first: str  # the value in the first order's run
+    second: str  # ... and in the second's
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    rows: tuple[VerifyRow, ...]
+    faults: tuple[tuple[str, str], ...]  # (order, message) of fused runs that faulted
+    seed: int
+    orders: tuple[str, ...]
+    exact: bool
+    check_bounds: bool
+    outputs: tuple[str, ...]
+    output_rule: str  # "outputs" (role output or D2H copies) or "all buffers"
+    reference_launches: int
+    fused_launches: tuple[tuple[str, int], ...]  # (order, dynamic launches) of completed runs
+    seconds: float
+    original_orders: tuple[str, ...] = ("forward", "reverse")
+    order_dependent: tuple[OrderDependence, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """`mismatch` (the fusion is blamed: a checkable row differs or a fused run faulted),
+        else `original-order-dependent` (the original's own runs differ), else `ok`."""
+        if self.faults or self.failed():
+            return MISMATCH
+        return ORDER_DEPENDENT if self.order_dependent else OK
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_STATUS[self.status]
+
+    def failed(self) -> list[VerifyRow]:
+        return [r for r in self.rows if r.failed]
+
+    def unchecked(self) -> list[VerifyRow]:
+        return [r for r in self.rows if not r.ok and not r.checkable]
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok, "status": self.status, "seed": self.seed, "orders": list(self.orders),
+            "original_orders": list(self.original_orders), "exact": self.exact,
+            "check_bounds": self.check_bounds, "outputs": list(self.outputs),
+            "output_rule": self.output_rule, "tolerance": tolerance_text(self.exact),
+            "reference_launches": self.reference_launches,
+            "fused_launches": dict(self.fused_launches),
+            "order_dependent": [d.to_json() for d in self.order_dependent],
+            "faults": [{"order": o, "message": m} for o, m in self.faults],
+            "rows": [r.to_json() for r in self.rows], "seconds": round(self.seconds, 3),
+        }
+
+    def brief(self) -> dict:
+        """Which check ran and what it found, for plan.json."""
+        return {
+            "ran": True, "engine": "CPU executor", "status": self.status, "ok": self.ok,
+            "seed": self.seed, "orders": list(self.orders),
+            "original_orders": list(self.original_orders), "check_bounds": self.check_bounds,
+            "exact": self.exact, "compared": list(self.outputs),
+            "order_dependent": [d.buffer for d in self.order_dependent],
+            "failed": [r.mismatch_line() for r in self.failed()],
+            "faults": [f"{o}: {m}" for o, m in self.faults],
+            "seconds": round(self.seconds, 3),
+        }
+
+    def verdict(self) -> str:
+        if self.status == OK:
+            return "verdict: OK, the fused program computes what the original does"
+        if self.status == MISMATCH:
+            faulted = f", {len(self.faults)} faulted runs" if self.faults else ""
+            return f"verdict: NOT OK ({len(self.failed())} of {len(self.rows)} rows differ" \
+                   f"{faulted})"
+        names = ", ".join(d.buffer for d in self.order_dependent)
+        return ("verdict: INCONCLUSIVE, the original program is order-dependent (" + names +
+                "): a race or colliding writes in the program itself, not a fusion error; "
+                "every other compared buffer agrees")
+
+    def render(self) -> str:
+        try:
+            return self._render_rich()
+        except ImportError:  # pragma: no cover - rich is a dependency, but stay usable without
+            return self._render_plain()
+
+    def _cells(self, r: VerifyRow) -> list[str]:
+        if r.error:
+            return [r.order, r.buffer, r.dtype, str(r.elements), "-", "-", "-", "-",
+                    r.tolerance, "FAIL: " + r.error]
+        result = "FAIL" if r.failed else "ok" if r.ok else "unchecked"
+        if not r.checkable:  # an order-dependent buffer, against the original in this order
+            result += " (same order)"
+        return [r.order, r.buffer, r.dtype, str(r.elements), str(r.mismatches),
+                _num(r.max_abs), _num(r.max_rel), "yes" if r.bitwise else "no", r.tolerance,
+                result]
+
+    def _header(self) -> list[str]:
+        return ["order", "buffer", "dtype", "elements", "mismatches", "max abs", "max rel",
+                "bitwise", "tolerance", "result"]
+
+    def _summary(self) -> list[str]:
+        fused = ", ".join(f"{o}: {n}" for o, n in self.fused_launches) or "none completed"
+        runs = " and ".join(self.original_orders)
+        lines = [f"reference: original, {self.original_orders[0]} order, "
+                 f"{self.reference_launches} launches; fused launches: {fused}"]
+        if len(self.original_orders) > 1:
+            lines.append(f"original run in {runs} order: " +
+                         ("order-dependent" if self.order_dependent else "deterministic"))
+        lines += [f"seed {self.seed}; compared: {self.output_rule}; "
+                  f"check bounds: {'on' if self.check_bounds else 'off'}",
+                  f"tolerance: {tolerance_text(self.exact)}"]
+        for d in self.order_dependent:
+            at = "" if d.first_index is None else \
+                f"; first at [{d.first_index}]: {d.first} vs {d.second}"
+            lines.append(f"original is order-dependent: {d.buffer}: {d.mismatches} of "
+                         f"{d.elements} elements differ between its {runs} runs{at}")
+        if self.order_dependent:
+            lines.append("  those buffers are compared with the original run in the same order; "
+                         "a difference there is 'unchecked', not blamed on the fusion")
+        lines += [f"fault ({o}): {m}" for o, m in self.faults]
+        lines += [f"mismatch: {r.mismatch_line()}" for r in self.failed()]
+        lines.append(self.verdict())
+        return lines
+
+    def _render_rich(self) -> str:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="fused vs original")
+        for h in self._header():
+            table.add_column(h, justify="right" if h in ("elements", "mismatches", "max abs",
+                                                         "max rel") else "left")
+        for r in self.rows:
+            table.add_row(*self._cells(r), style=None if r.ok else "red")
+        buf = io.StringIO()
+        console = Console(file=buf, width=140, force_terminal=False, color_system=None)
+        console.print(table)
+        for line in self._summary():
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return buf.getvalue().rstrip() + "\n"
+
+    def _render_plain(self) -> str:
+        grid = [self._header()] + [self._cells(r) for r in self.rows]
+        widths = [max(len(row[i]) for row in grid) for i in range(len(grid[0]))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                 for row in grid]
+        return "\n".join(lines + self._summary()) + "\n"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3g}"
