@@ -9,8 +9,6 @@ header it names still has the content it had, so editing an included header reco
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import re
 import subprocess
 import tempfile
@@ -20,6 +18,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from sirius.diagnostics import FrontendError, Location
+from sirius.frontend.cache import IRCache
 from sirius.frontend.program import Program
 from sirius.frontend.toolchain import (
     Toolchain,
@@ -32,17 +31,6 @@ from sirius.frontend.toolchain import (
 
 _DIAG_RE = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): "
                       r"(?P<sev>fatal error|error): (?P<msg>.*)$", re.M)
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _file_digest(path: Path) -> str | None:
-    try:
-        return _sha(path.read_bytes())
-    except OSError:
-        return None
 
 
 def _parse_depfile(text: str) -> list[str]:
@@ -94,38 +82,10 @@ def _parse_verified(text: str, what: str, src: Path) -> llvm.ModuleRef:
     return mod
 
 
-class _Cache:
-    def __init__(self, root: Path):
-        self.dir = root / "ir"
-
-    def lookup(self, key: str) -> tuple[str, str] | None:
-        entry = self.dir / key
-        try:
-            meta = json.loads((entry / "meta.json").read_text())
-            for dep, digest in meta["deps"].items():
-                if _file_digest(Path(dep)) != digest:
-                    return None
-            return (entry / "device.ll").read_text(), (entry / "host.ll").read_text()
-        except (OSError, ValueError, KeyError):
-            return None
-
-    def store(self, key: str, device: str, host: str, deps: list[str]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=self.dir, prefix=".tmp-"))
-        (tmp / "device.ll").write_text(device)
-        (tmp / "host.ll").write_text(host)
-        digests = {d: _file_digest(Path(d)) for d in deps}
-        (tmp / "meta.json").write_text(json.dumps({"deps": digests}, indent=1))
-        try:
-            os.replace(tmp, self.dir / key)
-        except OSError:  # another process stored the same entry first
-            for f in tmp.iterdir():
-                f.unlink()
-            tmp.rmdir()
-
-
 def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
-                 use_cache: bool) -> tuple[str, str, bool]:
+                 use_cache: bool, lookup: bool = True) -> tuple[str, str, bool]:
+    """(device IR, host IR, whether it came from the cache). `lookup=False` recompiles and
+    replaces the cache entry (one whose IR LLVM rejects)."""
     dflags, hflags = device_flags(tc, arch), host_flags(tc, arch)
     source = src.read_bytes()
     extra = extra + prelude_flags(tc, source.decode(errors="replace"), extra)  # keyed below
@@ -138,8 +98,8 @@ def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
         h.update(part.encode() + b"\0")
     h.update(source)
     key = h.hexdigest()[:32]
-    cache = _Cache(cache_root())
-    if use_cache and (hit := cache.lookup(key)) is not None:
+    cache = IRCache(cache_root())
+    if use_cache and lookup and (hit := cache.lookup(key)) is not None:
         return _localised(hit[0], src), _localised(hit[1], src), True
     with tempfile.TemporaryDirectory(prefix="sirius-cc-") as tmpd:
         tmp = Path(tmpd)
@@ -178,15 +138,23 @@ def _swap(ir: str, src: tuple[str, str], cwd: tuple[str, str]) -> str:
             .replace(f'directory: "{c}"', f'directory: "{d}"'))
 
 
+def check_inputs(paths: list[Path]) -> None:
+    """Every input is a readable regular file (a directory is named as one)."""
+    if not paths:
+        raise FrontendError("no input files")
+    for p in paths:
+        if p.is_dir():
+            raise FrontendError(f"{p}: is a directory; give the program's .cu file")
+        if not p.is_file():
+            raise FrontendError(f"no such file: {p}" if not p.exists() else
+                                f"{p}: not a regular file")
+
+
 def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
                     extra_flags: list[str] | None = None, use_cache: bool = True) -> Program:
     """Compile one or more `.cu` files into a `Program` (modules parsed and verified)."""
     paths = [Path(files)] if isinstance(files, (str, Path)) else [Path(f) for f in files]
-    if not paths:
-        raise FrontendError("no input files")
-    for p in paths:
-        if not p.is_file():
-            raise FrontendError(f"no such file: {p}")
+    check_inputs(paths)
     if not re.fullmatch(r"sm_\d+a?", arch):
         raise FrontendError(f"bad --arch {arch!r}: expected an sm_XX name such as sm_80")
     tc = toolchain()
@@ -197,11 +165,16 @@ def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
     dev_texts, host_texts = [], []
     for p in paths:
         device, host, hit = _compile_one(tc, p, arch, extra, use_cache)
+        if hit:
+            try:
+                dmod, hmod = _parse_verified(device, "device", p), _parse_verified(host, "host", p)
+            except FrontendError:  # a cached entry LLVM rejects is the cache's fault: rebuild it
+                device, host, hit = _compile_one(tc, p, arch, extra, use_cache, lookup=False)
+        if not hit:
+            dmod, hmod = _parse_verified(device, "device", p), _parse_verified(host, "host", p)
         all_hit &= hit
         dev_texts.append(device)
         host_texts.append(host)
-        dmod = _parse_verified(device, "device", p)
-        hmod = _parse_verified(host, "host", p)
         if device_mod is None:
             device_mod, host_mod = dmod, hmod
         else:

@@ -138,7 +138,12 @@ def toolchain() -> Toolchain:
         raise ToolchainError(f"cannot run {clang} --version: {e}") from e
     version = out.stdout.splitlines()[0] if out.stdout else "unknown"
     cuda = find_cuda()
-    inc = _write_private_include(cache_root())
+    try:
+        inc = _write_private_include(cache_root())
+    except OSError as e:  # an unwritable cache: the two headers go to a temporary directory
+        from sirius.frontend.cache import private_root
+
+        inc = _write_private_include(private_root(cache_root(), e))
     return Toolchain(clang=clang, clang_version=version, cuda_path=cuda, private_include=inc)
 
 

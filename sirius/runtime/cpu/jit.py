@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from sirius.analysis.irview import ModuleView, build_view
 from sirius.diagnostics import SiriusError
+from sirius.frontend.cache import cache_dir
 from sirius.frontend.toolchain import cache_root
 from sirius.runtime.cpu import native, ptxlift
 from sirius.runtime.cpu.rewrite import HostModule, rewrite
@@ -76,7 +77,7 @@ class JitModule:
         self.instrument = instrument
         key = hashlib.sha256(self.host.text.encode() + llvm.llvm_version_info.__repr__().encode()
                              + tm.triple.encode()).hexdigest()[:24]
-        path = cache_root() / "jit" / f"{key}.o"
+        path = cache_dir(cache_root(), "jit") / f"{key}.o"
         if path.exists():
             self.object = path.read_bytes()
         else:

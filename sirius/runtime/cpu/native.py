@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 from sirius.diagnostics import ToolchainError
+from sirius.frontend.cache import cache_dir
 from sirius.frontend.toolchain import cache_root, toolchain
 
 SOURCE = Path(__file__).with_name("sirius_rt.c")
@@ -91,7 +92,7 @@ def library() -> ctypes.CDLL:
 
     tc = toolchain()
     h = hashlib.sha256(SOURCE.read_bytes() + tc.clang_version.encode()).hexdigest()[:16]
-    path = cache_root() / "runtime" / f"sirius_rt_{h}.so"
+    path = cache_dir(cache_root(), "runtime") / f"sirius_rt_{h}.so"
     if not path.exists():
         _build(path, tc.clang)
     lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
