@@ -103,7 +103,8 @@ def driver_ptx(driver_version: int) -> int | None:
 
 def pack(params: tuple[Param, ...], args: list, kernel: str) -> tuple[bytes, tuple[int, ...]]:
     """The parameter buffer for `args` (ints for pointers and integers, floats or ints for
-    floats) and the offset of each parameter in it."""
+    floats; a float for untyped bits, such as a `half` passed as `.b16`, is stored as a float
+    of that width) and the offset of each parameter in it."""
     if len(args) != len(params):
         raise GpuError(f"kernel {kernel} takes {len(params)} arguments, {len(args)} given")
     buf = bytearray()
@@ -123,7 +124,7 @@ _FLOAT = {16: "<e", 32: "<f", 64: "<d"}
 
 
 def _scalar(p: Param, v, kernel: str, i: int) -> bytes:
-    if p.kind == "f" or (isinstance(v, float) and p.bits in _FLOAT):
+    if p.kind == "f" or (p.kind == "b" and isinstance(v, float) and p.bits in _FLOAT):
         return struct.pack(_FLOAT[p.bits], float(v))
     if isinstance(v, float):
         if not v.is_integer():
