@@ -176,7 +176,6 @@ class CpuDevice:
         tl = (ctypes.c_uint64 * nw)()
         d.trace_ptr = tp
         d.trace_len = tl
-        d.done = (ctypes.c_uint64 * (8 * nw))()
         for e in engines:  # the smem bounds the rewritten code classifies addresses with
             ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM).value = e.smem
             ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM_SIZE).value = \
@@ -192,7 +191,7 @@ class CpuDevice:
             raise self._fault(d, jm, shown, loc, regions)
         if d.cancel:  # stopped by SIGINT, whose handler did not raise
             raise KeyboardInterrupt
-        if not self.check_bounds:
+        if d.rz_found:
             self._redzones(d, shown, loc)
         c = list(d.counters)
         return LaunchStats(shown, tuple(grid), tuple(block), smem, c[0], c[1], c[2], c[3], c[4],
@@ -208,6 +207,7 @@ class CpuDevice:
         if nblocks * nthreads < monitor.MONITORED_THREADS:
             rc = call()
         else:
+            d.done = (ctypes.c_uint64 * (8 * nw))()
             est = monitor.estimate_seconds(nblocks, nthreads, nw, fibers)
             if est >= monitor.WARN_SECONDS:
                 warn("long-launch", f"kernel {kernel} launches {nblocks:,} blocks of {nthreads} "

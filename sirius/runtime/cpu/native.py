@@ -71,6 +71,7 @@ class LaunchDesc(ctypes.Structure):
         ("rz_lo", ctypes.POINTER(ctypes.c_uint64)),
         ("rz_hi", ctypes.POINTER(ctypes.c_uint64)),
         ("rz_dirty", ctypes.POINTER(ctypes.c_uint8)),
+        ("rz_found", ctypes.c_int32),
         ("done", ctypes.POINTER(ctypes.c_uint64)),  # blocks done by worker i at [8 * i]
     ]
 

@@ -15,9 +15,9 @@
 // Faults. While a launch runs, SIGSEGV, SIGBUS, SIGFPE and SIGILL raised by a worker (device
 // code, or the runtime on its behalf) are caught: the handler records the fault and the worker
 // siglongjmps back to its loop (each worker has its own alternate signal stack, so a stack
-// overflow is caught too); the launch stops and Python reports it. The first SIGINT sets the
-// launch's `cancel` flag (workers stop between blocks) and goes on to the handler that was
-// installed before (Python's, which raises KeyboardInterrupt); a second one during the same
+// overflow is caught too); the launch stops and Python reports it. The first SIGINT during a
+// launch sets its `cancel` flag (workers stop between blocks) and goes on to the handler that
+// was installed before (Python's, which raises KeyboardInterrupt); a second one during the same
 // launch ends the process with status 130 (a kernel that never finishes its block).
 //
 // Built by sirius/runtime/cpu/rtlib.py with clang (-O2 -shared -fPIC); loaded with ctypes and
@@ -134,8 +134,9 @@ typedef struct {
     int32_t nredzones;
     uint64_t *rz_lo, *rz_hi;
     uint8_t *rz_dirty;
-    // progress: blocks worker i has finished, at done[8 * i] (a cache line each); Python reads
-    // them while the launch runs
+    int32_t rz_found;       // how many are
+    // progress (or NULL): blocks worker i has finished, at done[8 * i] (a cache line each);
+    // Python reads them while the launch runs
     volatile uint64_t *done;
 } launch_desc;
 
@@ -560,17 +561,25 @@ static int make_block_order(block_order *o, int order, uint64_t n, uint64_t seed
 }
 
 // ---- signals ----------------------------------------------------------------------------------
+// The handlers stay installed between launches (a launch checks with two queries that nobody
+// replaced them since: installing them every time cost 4 us a launch). Outside a launch they
+// pass every signal on: a fault to the handler that was there before (restored, and the
+// faulting instruction runs again), SIGINT to the previous handler after noting no launch.
 static const int fault_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define NFAULT_SIGNALS 4
 #define ALTSTACK_BYTES (64u << 10)
 static struct sigaction saved_fault[NFAULT_SIGNALS], saved_int;
-static int int_hooked;
 static launch_desc *volatile current_launch;
 
-static void restore_handlers(void) {
+static void on_fault(int sig, siginfo_t *si, void *ucv);
+static void on_interrupt(int sig, siginfo_t *si, void *uc);
+
+static int is_handler(const struct sigaction *a, void (*fn)(int, siginfo_t *, void *)) {
+    return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == fn;
+}
+
+static void restore_fault_handlers(void) {
     for (int i = 0; i < NFAULT_SIGNALS; ++i) sigaction(fault_signals[i], &saved_fault[i], NULL);
-    if (int_hooked) sigaction(SIGINT, &saved_int, NULL);
-    int_hooked = 0;
 }
 
 static void on_fault(int sig, siginfo_t *si, void *ucv) {
@@ -603,7 +612,7 @@ static void on_fault(int sig, siginfo_t *si, void *ucv) {
         siglongjmp(w->sig_jb, 1);
     }
     // not device code: hand the signal back to whoever had it, and let it happen again
-    restore_handlers();
+    restore_fault_handlers();
     if (si->si_code <= 0) raise(sig);
 }
 
@@ -625,22 +634,64 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc) {
     }
 }
 
-static void install_handlers(void) {
-    struct sigaction sa;
+static void ensure_handlers(void) {
+    struct sigaction cur, sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < NFAULT_SIGNALS; ++i) sigaction(fault_signals[i], &sa, &saved_fault[i]);
+    sigaction(SIGSEGV, NULL, &cur);
+    if (!is_handler(&cur, on_fault)) {
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        for (int i = 0; i < NFAULT_SIGNALS; ++i) {
+            struct sigaction old;
+            sigaction(fault_signals[i], &sa, &old);
+            if (is_handler(&old, on_fault)) {  // never chain to ourselves
+                memset(&old, 0, sizeof old);
+                old.sa_handler = SIG_DFL;
+            }
+            saved_fault[i] = old;
+        }
+    }
     // SIGINT only where someone handles it (Python does); ignored or default stays so
-    sigaction(SIGINT, NULL, &saved_int);
-    int_hooked = (saved_int.sa_flags & SA_SIGINFO) ||
-                 (saved_int.sa_handler != SIG_DFL && saved_int.sa_handler != SIG_IGN);
-    if (int_hooked) {
+    sigaction(SIGINT, NULL, &cur);
+    int handled = (cur.sa_flags & SA_SIGINFO) ||
+                  (cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN);
+    if (handled && !is_handler(&cur, on_interrupt)) {
+        saved_int = cur;
         sa.sa_sigaction = on_interrupt;
         sa.sa_flags = SA_SIGINFO | SA_RESTART;
         sigaction(SIGINT, &sa, NULL);
     }
+}
+
+// An alternate signal stack for the running thread (the SIGSEGV of a stack overflow needs
+// one), installed once per thread: a thread made for one launch gets its worker's; a caller's
+// thread (a worker when the launch has one) gets its own, freed when the thread ends.
+static __thread int tls_altstack;
+static pthread_key_t altstack_key;
+static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
+
+static void altstack_release(void *mem) {
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    free(mem);
+}
+
+static void altstack_key_init(void) { pthread_key_create(&altstack_key, altstack_release); }
+
+static void ensure_altstack(worker *w, int launch_thread) {
+    if (tls_altstack) return;
+    char *mem = launch_thread ? w->altstack : malloc(ALTSTACK_BYTES);
+    stack_t ss = {.ss_sp = mem, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
+    if (!mem || sigaltstack(&ss, NULL) != 0) {
+        if (!launch_thread) free(mem);
+        return;
+    }
+    if (!launch_thread) {
+        pthread_once(&altstack_once, altstack_key_init);
+        pthread_setspecific(altstack_key, mem);
+    }
+    tls_altstack = 1;
 }
 
 // ---- launches ---------------------------------------------------------------------------------
@@ -648,6 +699,7 @@ typedef struct {
     worker *w;
     const block_order *order;
     uint64_t *next;    // shared claim counter
+    int own_thread;    // a thread made for this launch (not the caller's)
 } work;
 
 static void *worker_main(void *p) {
@@ -656,11 +708,14 @@ static void *worker_main(void *p) {
     launch_desc *d = w->d;
     uint64_t nblocks = wk->order->n;
     tls_worker = w;
-    stack_t ss = {.ss_sp = w->altstack, .ss_size = ALTSTACK_BYTES, .ss_flags = 0}, old_ss;
-    int alt = w->altstack && sigaltstack(&ss, &old_ss) == 0;
+    ensure_altstack(w, wk->own_thread);
     uint64_t chunk = nblocks / (8u * (uint64_t)d->nworkers);
     if (chunk < 1) chunk = 1;
-    if (sigsetjmp(w->sig_jb, 1)) {  // a fault signal: recorded by on_fault
+    if (sigsetjmp(w->sig_jb, 0)) {  // a fault signal: recorded by on_fault
+        sigset_t set;             // the handler's signal is still blocked (no mask saved:
+        sigemptyset(&set);        // saving it costs a system call every launch)
+        for (int i = 0; i < NFAULT_SIGNALS; ++i) sigaddset(&set, fault_signals[i]);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
         w->cur = -1;
         w->faulted = 1;
         goto out;
@@ -681,12 +736,11 @@ static void *worker_main(void *p) {
             w->faulted = 0;
             if (d->use_fibers) run_block_fibers(w); else run_block_fast(w);
             if (w->faulted) goto out;
-            d->done[8 * w->index] += 1;
+            if (d->done) d->done[8 * w->index] += 1;
         }
     }
 out:
     w->armed = 0;
-    if (alt) sigaltstack(&old_ss, NULL);
     tls_worker = NULL;
     return NULL;
 }
@@ -695,11 +749,13 @@ static worker *workers;
 static int nworkers_alloc;
 
 static void check_redzones(launch_desc *d) {
+    d->rz_found = 0;
     for (int i = 0; i < d->nredzones; ++i) {
         const uint8_t *lo = (const uint8_t *)d->rz_lo[i] - 256, *hi = (const uint8_t *)d->rz_hi[i];
         uint8_t bad = 0;
         for (int k = 0; k < 256; ++k) bad |= (uint8_t)(lo[k] ^ 0xCD) | (uint8_t)(hi[k] ^ 0xCD);
         d->rz_dirty[i] = bad != 0;
+        d->rz_found += bad != 0;
     }
 }
 
@@ -728,7 +784,7 @@ int sirius_launch(launch_desc *d) {
         w->nthreads = (int)nthreads;
         w->cur = -1;
         w->barriers = 0;
-        d->done[8 * i] = 0;
+        if (d->done) d->done[8 * i] = 0;
         w->trace_len = 0;
         w->rng = d->seed * 0x2545f4914f6cdd1dull + (uint64_t)i + 1;
         w->perm = realloc(w->perm, nthreads * sizeof(uint32_t));
@@ -745,16 +801,15 @@ int sirius_launch(launch_desc *d) {
                 return -2;
             }
         }
-        wk[i] = (work){w, &order, &next};
+        wk[i] = (work){w, &order, &next, nw > 1};
     }
+    ensure_handlers();
     current_launch = d;
-    install_handlers();
     if (nw == 1) worker_main(&wk[0]);
     else {
         for (int i = 0; i < nw; ++i) pthread_create(&th[i], NULL, worker_main, &wk[i]);
         for (int i = 0; i < nw; ++i) pthread_join(th[i], NULL);
     }
-    restore_handlers();
     current_launch = NULL;
     memset(d->counters, 0, sizeof d->counters);
     for (int i = 0; i < nw; ++i) {
