@@ -87,7 +87,8 @@ int main() {
 SWITCH_TAKES_A_CASE = r"""#include <cuda_runtime.h>
 #include <stdio.h>
 #define N 256
-__global__ void k1(float *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2.0f; }
+__global__ void k1(float *a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] *= 2.0f; }
 __attribute__((noinline)) int mode_of(int v) { return v * 3 + 1; }
 int main() {
   int size;
@@ -135,7 +136,7 @@ def test_switch_on_a_known_value_takes_its_case(tmp_path: Path) -> None:
     (launch,) = [op for op in doc["host"]["ops"] if op["op"] == "launch"]
     assert (launch["kernel"], launch["grid"], launch["block"]) == ("k1", [4, 1, 1], [64, 1, 1])
     assert launch["args"][1]["value"] == 256
-    assert launch["loc"].endswith("switch_case.cu:15:19")
+    assert launch["loc"].endswith("switch_case.cu:16:19")
 
 
 def test_refusal_names_the_source_variable(tmp_path: Path) -> None:
@@ -151,3 +152,144 @@ def test_refusal_names_the_source_variable(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "argc.cu:5" in proc.stderr
     assert "'argc' is a parameter of main" in proc.stderr and "%argc" not in proc.stderr
+
+
+# output paths, the program path, Ctrl-C ----------------------------------------------------------
+CHAIN = "kernels/elementwise_chain.cu"
+
+
+def _clean_error(proc, *phrases: str) -> None:
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    for p in phrases:
+        assert p in proc.stderr, proc.stderr
+    # the output is checked before the work: no stage of the compiler ran
+    assert "analysing" not in proc.stderr, proc.stderr
+
+
+def test_fuse_output_naming_a_file(tmp_path: Path) -> None:
+    f = tmp_path / "plan.txt"
+    f.write_text("mine")
+    proc = run_cli("fuse", CHAIN, "-o", str(f))
+    _clean_error(proc, f"-o {f}: exists and is not a directory")
+    assert f.read_text() == "mine"
+
+
+def test_fuse_output_under_a_file(tmp_path: Path) -> None:
+    f = tmp_path / "plan.txt"
+    f.write_text("mine")
+    proc = run_cli("fuse", CHAIN, "-o", str(f / "out"))
+    _clean_error(proc, f"-o {f / 'out'}: cannot create it: Not a directory")
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux sysfs")
+def test_fuse_output_that_cannot_be_created() -> None:
+    # sysfs refuses new directories even to root
+    proc = run_cli("fuse", CHAIN, "-o", "/sys/sirius-fused-output")
+    _clean_error(proc, "-o /sys/sirius-fused-output: cannot create it")
+
+
+def test_fuse_output_directory_that_refuses_writes(tmp_path: Path, monkeypatch, capsys) -> None:
+    # chmod a-w does not stop root: the write sirius tries first fails as it would for a user
+    import sirius.cli.fuse as cli_fuse
+    from sirius.cli import main
+
+    out = tmp_path / "ro"
+    out.mkdir()
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    def never(*args, **kwargs):
+        raise AssertionError("fused before checking the output directory")
+
+    monkeypatch.setattr(cli_fuse.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(cli_fuse, "fuse_from_args", never)
+    assert main(["fuse", CHAIN, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"-o {out}: cannot write into it: Permission denied" in err
+    assert out.is_dir() and list(out.iterdir()) == []
+
+
+def test_fuse_without_output_writes_to_the_current_directory(tmp_path: Path) -> None:
+    proc = run_cli("fuse", str(ROOT / CHAIN), "--no-verify", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "no -o given; writing to ./elementwise_chain.sirius/" in proc.stderr
+    out = tmp_path / "elementwise_chain.sirius"
+    assert sorted(p.name for p in out.iterdir()) == ["fused.ll", "fused.ptx", "plan.json",
+                                                     "report.md"]
+
+
+def test_fuse_failing_on_input_leaves_no_output(tmp_path: Path) -> None:
+    proc = run_cli("fuse", str(ROOT / "tests" / "bad" / "recursion.cu"), "-q", cwd=tmp_path)
+    assert proc.returncode == 2 and "recursion.cu:" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_file_under_a_file(tmp_path: Path) -> None:
+    f = tmp_path / "x"
+    f.write_text("")
+    proc = run_cli("verify", CHAIN, "-o", str(f / "report.txt"))
+    _clean_error(proc, f"-o {f / 'report.txt'}: cannot write it")
+
+
+@pytest.mark.parametrize("command", ["inspect", "analyze", "fuse", "verify"])
+def test_directory_as_the_program(command: str) -> None:
+    proc = run_cli(command, "kernels")
+    _clean_error(proc, "kernels: is a directory")
+    assert "no such file" not in proc.stderr
+
+
+def test_missing_program_is_no_such_file() -> None:
+    proc = run_cli("inspect", "kernels/no_such_program.cu")
+    _clean_error(proc, "no such file: kernels/no_such_program.cu")
+
+
+# Ctrl-C: a KeyboardInterrupt raised by an import hook (deterministic), as the console script
+# runs the command: `from sirius.cli import main; sys.exit(main())`.
+_INTERRUPT_AT = """
+import sys
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            raise KeyboardInterrupt
+        return None
+sys.meta_path.insert(0, Interrupt())
+from sirius.cli import main
+sys.argv = ["sirius", *{argv!r}]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("module", [
+    "sirius.diagnostics",            # while the console script imports sirius.cli
+    "sirius.fusion.plan.planner",    # while the parser imports the commands
+    "llvmlite.binding",              # while the command runs
+])
+def test_ctrl_c_at_start_up(module: str) -> None:
+    import subprocess
+    import sys
+
+    code = _INTERRUPT_AT.format(module=module, argv=["inspect", CHAIN, "--no-cache"])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == "sirius: interrupted\n"
+
+
+@pytest.mark.parametrize("delay", [0.25, 0.35, 1.5])  # importing, importing, compiling
+def test_ctrl_c_signal(delay: float) -> None:
+    # A real SIGINT. Once in about 15 runs it landed inside a dataclass's exec() during an
+    # import, which CPython then turned into a death by SIGINT (-2) after the handled message.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "sirius.cli", "verify", CHAIN, "--no-cache",
+                             "-q"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().endswith("sirius: interrupted")

@@ -4,23 +4,43 @@ calls the library (`sirius.pipeline`, the stage packages); nothing in the librar
 
 from __future__ import annotations
 
+import os
 import sys
+
+
+def _interrupted(exit_now: bool = True) -> int:
+    """Ctrl-C: one line, status 130, no traceback. CPython records a KeyboardInterrupt raised
+    inside exec() of a string (dataclasses and namedtuples build their methods that way, so
+    any import can be in one) as unhandled, and then ends the process with SIGINT even though
+    it was handled here; so the command leaves with os._exit after the exit handlers."""
+    print("sirius: interrupted", file=sys.stderr)
+    if not exit_now:
+        return 130
+    import atexit
+
+    getattr(atexit, "_run_exitfuncs", lambda: None)()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(130)
+
 
 try:  # Ctrl-C while Python loads the command (the console script imports this module first)
     import argparse
     import contextlib
     import importlib
-    import os
     import traceback
     from pathlib import Path
 
     from sirius._version import __version__
     from sirius.diagnostics import SiriusError
 except KeyboardInterrupt:
-    print("sirius: interrupted", file=sys.stderr)
-    raise SystemExit(130) from None
+    _interrupted()
 
-COMMANDS = ("inspect", "compile", "analyze", "run", "import_tvm", "fuse", "verify", "tune", "opt")
+COMMANDS = ("inspect", "compile", "analyze", "run", "import_tvm", "fuse", "verify", "tune", "opt",
+            "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,9 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into a command that stopped reading (head)
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt:
-        print("sirius: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # the command (argv None) exits at once; a caller gets 130
+        return _interrupted(exit_now=argv is None)
     except Exception as e:  # a bug in sirius, not in the user's program
         if os.environ.get("SIRIUS_DEBUG"):
             traceback.print_exc()

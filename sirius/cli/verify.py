@@ -7,14 +7,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from sirius.cli.common import program_args, report_args
 from sirius.cli.fuse import default_orders, fuse_from_args, fusion_args, progress, summary
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    from sirius.frontend.compile import check_inputs
     from sirius.verify.differential import verify_fused
 
+    check_inputs([Path(f) for f in args.files])
     say = progress(args.quiet)
     res = fuse_from_args(args, say)
     print(summary(res), file=sys.stderr if args.json else sys.stdout)
