@@ -135,6 +135,16 @@ class Carried:
     def name(self) -> str:
         return str(self.meta["program"])
 
+    def sides(self) -> dict:
+        """The two programs as the bench takes them (dtypes and inputs of the prepared run)."""
+        from sirius.runtime.gpu.bench import BenchProgram
+
+        inputs = self.inputs or None
+        return {"original": BenchProgram(self.original.host, self.original.program,
+                                         dtypes=self.dtypes, inputs=inputs),
+                "fused": BenchProgram(self.fused.host, self.fused.program, dtypes=self.dtypes,
+                                      inputs=inputs)}
+
     def input_mismatches(self, initial: dict[str, np.ndarray]) -> list[str]:
         """Input buffers whose data (as the first launch saw it) differs from the prepared
         run's: a GPU run on other data than the reference's."""
@@ -158,7 +168,8 @@ def prepare(res, out: Path, *, observed: list[str], observed_rule: str = "", see
     ref = run_host_program(orig.host, orig.program, orig.kernels,
                            CpuDevice(order="forward", seed=seed, progress=False), seed=seed,
                            inputs=inputs, opaque_trips=opaque_trips)
-    write_outputs(res, out)
+    write_outputs(res, out, {"ran": False, "reason": "sirius bench --prepare: the GPU run "
+                             "is compared with the CPU executor's outputs (reference.npz)"})
     original_ptx = emit_ptx(orig.program.device_ir, arch, ptx_version=ptx_version).text
     fused_ptx = res.ptx if ptx_version is None else \
         emit_ptx(res.device_ir, arch, ptx_version=ptx_version).text
