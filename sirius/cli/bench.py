@@ -174,6 +174,43 @@ def _device(args: argparse.Namespace):
     return GpuDevice(time_launches=args.check_only)
 
 
+def gpu_device(args: argparse.Namespace):
+    """The GPU for `sirius verify --device gpu` (GpuUnavailable, exit 2, when there is none);
+    CPU-executor options are refused."""
+    from sirius.runtime.gpu import GpuDevice
+
+    if args.order:
+        raise SiriusError("--order is an option of the CPU executor; a GPU runs blocks in its "
+                          "own order")
+    return GpuDevice()
+
+
+def verify_on_gpu(res, device, args: argparse.Namespace, say) -> int:
+    """`sirius verify --device gpu`: the CPU executor's original (forward order) is the
+    reference; original and fused run once on the GPU with the same seeded inputs."""
+    from sirius.runtime.gpu import carry
+    from sirius.verify.differential import observed
+
+    names, rule = observed(res.original.host)
+    say(f"CPU executor reference run, then original and fused on {device.info.name}")
+    with tempfile.TemporaryDirectory(prefix="sirius-verify-") as d:
+        carried = carry.load(carry.prepare(res, Path(d), observed=names, observed_rule=rule,
+                                           seed=args.seed))
+    rows = gpu_check(carried.reference, check_runs(carried, device), carried.observed,
+                     args.exact)
+    say.done()
+    ok = all(r.ok for r in rows)
+    if args.json:
+        print(json.dumps({"device": device.info.to_json(), "seed": args.seed, "ok": ok,
+                          "observed": names, "rule": rule,
+                          "check": [r.to_json() for r in rows]}, indent=1))
+    else:
+        print_check(rows)
+        print("ok: the GPU agrees with the CPU executor" if ok else
+              "MISMATCH: a GPU result differs (see the rows above)")
+    return 0 if ok else 1
+
+
 def _prepare(args: argparse.Namespace, out: Path, say) -> Path:
     import numpy as np
 

@@ -17,7 +17,8 @@ def register(sub) -> None:
     sp = sub.add_parser("run", help="run a CUDA program on the CPU executor (GPU semantics)")
     program_args(sp)
     sp.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
-                    help="where to run (default cpu; gpu is reserved for the GPU backend)")
+                    help="where to run: cpu, the CPU executor (default), or gpu (needs "
+                         "sirius[gpu], `make setup-gpu`; counters are the executor's only)")
     sp.add_argument("--seed", type=int, default=0, help="seed of the input data (default 0)")
     sp.add_argument("--order", default="forward", metavar="O",
                     help="order of blocks and of threads between barriers: forward (default), "
@@ -69,12 +70,11 @@ def _inputs(items: list[str], npz: str | None = None) -> dict[str, np.ndarray]:
 def _cmd_run(args: argparse.Namespace) -> int:
     from sirius.runtime.interpreter import run_program
 
-    if args.device == "gpu":
-        raise SiriusError("--device gpu is not available yet: the GPU backend is a later stage; "
-                          "run on the CPU executor (the default)")
     order = _order(args.order)
     inputs = _inputs(args.input, args.inputs)
     flags = clang_flags(args)
+    if args.device == "gpu":
+        return _cmd_run_gpu(args, inputs, flags)
     progress, stop = _progress_bar(not args.json)
     try:
         result = run_program([Path(f) for f in args.files], entry=args.entry, arch=args.arch,
@@ -85,6 +85,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
                              launch_progress=not args.quiet)
     finally:
         stop()
+    return _report(result, args)
+
+
+def _cmd_run_gpu(args: argparse.Namespace, inputs, flags) -> int:
+    """The same seeded inputs on the GPU (docs/gpu.md); CPU-executor options are refused."""
+    from sirius.runtime.gpu import run_program_gpu
+
+    cpu_only = [o for o, on in (("--check-bounds", args.check_bounds),
+                                ("--order", args.order != "forward"),
+                                ("--jobs", args.jobs is not None)) if on]
+    if cpu_only:
+        what = "an option" if len(cpu_only) == 1 else "options"
+        raise SiriusError(f"{', '.join(cpu_only)}: {what} of the CPU executor; a GPU runs "
+                          "blocks in its own order and has no bounds checks")
+    result = run_program_gpu([Path(f) for f in args.files], entry=args.entry, arch=args.arch,
+                             flags=flags, seed=args.seed, inputs=inputs,
+                             opaque_trips=args.opaque_trips, use_cache=not args.no_cache)
+    return _report(result, args)
+
+
+def _report(result, args: argparse.Namespace) -> int:
     if args.save:
         result.save(Path(args.save))
     if args.json:
@@ -108,12 +129,18 @@ def _document(r) -> dict:
 
 
 def _print_table(r, args) -> None:
+    gpu = r.device == "gpu"  # a GPU run has no counters, only times
+
+    def n(v: int) -> str:
+        return "-" if gpu else f"{v:,}"
+
     rows = [[str(rec.index), rec.stats.kernel, "x".join(map(str, rec.stats.grid)),
-             "x".join(map(str, rec.stats.block)), f"{rec.stats.instructions:,}",
-             f"{rec.stats.global_load_bytes:,}", f"{rec.stats.global_store_bytes:,}",
-             f"{rec.stats.shared_load_bytes:,}", f"{rec.stats.shared_store_bytes:,}",
-             f"{rec.stats.barriers:,}", f"{rec.stats.seconds * 1e3:.2f}"] for rec in r.launches]
-    print_table(f"{', '.join(args.files)} on the CPU executor (seed {r.seed}, order {r.order})",
+             "x".join(map(str, rec.stats.block)), n(rec.stats.instructions),
+             n(rec.stats.global_load_bytes), n(rec.stats.global_store_bytes),
+             n(rec.stats.shared_load_bytes), n(rec.stats.shared_store_bytes),
+             n(rec.stats.barriers), f"{rec.stats.seconds * 1e3:.2f}"] for rec in r.launches]
+    where = "the GPU" if gpu else "the CPU executor"
+    print_table(f"{', '.join(args.files)} on {where} (seed {r.seed}, order {r.order})",
                 ["#", "kernel", "grid", "block", "instructions", "global ld B", "global st B",
                  "shared ld B", "shared st B", "barriers", "ms"], rows, left=("kernel",))
     outputs = [[name, str(r.final[name].dtype), str(r.final[name].size),

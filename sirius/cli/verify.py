@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from sirius.cli.bench import gpu_device, verify_on_gpu
 from sirius.cli.common import program_args, report_args
 from sirius.cli.fuse import default_orders, fuse_from_args, fusion_args, progress, summary
 
@@ -18,9 +19,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from sirius.verify.differential import verify_fused
 
     check_inputs([Path(f) for f in args.files])
+    device = gpu_device(args) if args.device == "gpu" else None  # a missing GPU: said first
     say = progress(args.quiet)
     res = fuse_from_args(args, say)
     print(summary(res), file=sys.stderr if args.json else sys.stdout)
+    if device is not None:
+        return verify_on_gpu(res, device, args, say)
     orders = tuple(args.order) if args.order else default_orders(args.seed)
     rep = verify_fused(res.original, res, seed=args.seed, orders=orders, progress=say,
                        exact=args.exact)
@@ -43,5 +47,8 @@ def register(sub) -> None:
                     help="forward, reverse or random:S (repeatable; default: forward, reverse "
                          "and random:SEED)")
     vp.add_argument("--exact", action="store_true", help="demand bitwise equality")
+    vp.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                    help="cpu (default), or gpu: original and fused on the GPU, each against "
+                         "the CPU executor's original and the fused against the GPU original")
     report_args(vp, "the comparison")
     vp.set_defaults(func=_cmd_verify)

@@ -10,14 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from sirius.runtime.gpu.device import GpuDevice, PreparedLaunch, PtxProgram
-from sirius.runtime.gpu.driver import (
-    DeviceInfo,
-    Driver,
-    GpuError,
-    GpuUnavailable,
-    load_driver,
-    unavailable_reason,
-)
+from sirius.runtime.gpu.driver import DeviceInfo, Driver, GpuError, GpuUnavailable
+from sirius.runtime.gpu.pycuda_driver import load_driver, unavailable_reason
 
 __all__ = ["DeviceInfo", "Driver", "GpuDevice", "GpuError", "GpuUnavailable", "PreparedLaunch",
            "PtxProgram", "load_driver", "run_on_gpu", "run_program_gpu", "unavailable_reason"]

@@ -31,7 +31,8 @@ import numpy as np
 from sirius.diagnostics import Location
 from sirius.runtime.device import KernelFault, LaunchStats, Module
 from sirius.runtime.gpu import ptx as ptxinfo
-from sirius.runtime.gpu.driver import DeviceInfo, Driver, GpuError, load_driver
+from sirius.runtime.gpu.driver import DeviceInfo, Driver, GpuError
+from sirius.runtime.gpu.pycuda_driver import load_driver
 
 DEFAULT_DYNAMIC_SMEM = 48 * 1024  # what a kernel may use without opting in
 

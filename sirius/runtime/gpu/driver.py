@@ -1,6 +1,6 @@
 """The driver seam: every CUDA call that `GpuDevice` and the bench make goes through one object
-of this protocol. `load_driver()` returns the real one (pycuda, see pycuda_driver.py), imported
-only when a GPU is asked for; tests pass a fake that records calls and keeps memory in numpy.
+of this protocol. `pycuda_driver.load_driver()` returns the real one (pycuda), imported only
+when a GPU is asked for; tests pass a fake that records calls and keeps memory in numpy.
 
 Handles (modules, functions, streams, events, graphs) are opaque to the callers: whatever the
 driver returns, the caller gives back. Addresses are plain ints. `stream=None` is the default
@@ -94,25 +94,3 @@ class Driver(Protocol):
     def end_capture(self, stream: object) -> object: ...
     def graph_launch(self, graph: object, stream: object) -> None: ...
     def graph_free(self, graph: object) -> None: ...
-
-
-_DRIVERS: dict[int, Driver] = {}
-
-
-def load_driver(ordinal: int = 0) -> Driver:
-    """The pycuda driver on device `ordinal` (one per process and device); `GpuUnavailable`
-    saying what is missing."""
-    if ordinal not in _DRIVERS:
-        from sirius.runtime.gpu.pycuda_driver import PycudaDriver
-
-        _DRIVERS[ordinal] = PycudaDriver(ordinal)
-    return _DRIVERS[ordinal]
-
-
-def unavailable_reason(ordinal: int = 0) -> str | None:
-    """None when a GPU can be used here, else why not (one line): for skip reasons."""
-    try:
-        load_driver(ordinal)
-    except GpuUnavailable as e:
-        return e.message
-    return None

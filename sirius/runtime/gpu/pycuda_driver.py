@@ -20,7 +20,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sirius.runtime.gpu.driver import INSTALL_HINT, DeviceInfo, GpuError, GpuUnavailable
+from sirius.runtime.gpu.driver import INSTALL_HINT, DeviceInfo, Driver, GpuError, GpuUnavailable
+
+_DRIVERS: dict[int, Driver] = {}
+
+
+def load_driver(ordinal: int = 0) -> Driver:
+    """The pycuda driver on device `ordinal` (one per process and device); `GpuUnavailable`
+    saying what is missing."""
+    if ordinal not in _DRIVERS:
+        _DRIVERS[ordinal] = PycudaDriver(ordinal)
+    return _DRIVERS[ordinal]
+
+
+def unavailable_reason(ordinal: int = 0) -> str | None:
+    """None when a GPU can be used here, else why not (one line): for skip reasons."""
+    try:
+        load_driver(ordinal)
+    except GpuUnavailable as e:
+        return e.message
+    return None
 
 
 def _import_pycuda():

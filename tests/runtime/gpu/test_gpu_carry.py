@@ -122,7 +122,7 @@ def test_bench_from_carried_directory(carried_dir: Path, monkeypatch, capsys) ->
     import llvmlite.binding as llvm
 
     from sirius.cli.bench import main
-    from sirius.runtime.gpu import driver
+    from sirius.runtime.gpu import pycuda_driver as driver
     from tests.runtime.gpu.fakedriver import CpuBackedDriver
 
     out = carried_dir
@@ -145,7 +145,7 @@ def test_bench_from_carried_directory(carried_dir: Path, monkeypatch, capsys) ->
 
 def test_a_wrong_gpu_result_is_reported(carried_dir: Path, monkeypatch, capsys) -> None:
     from sirius.cli.bench import main
-    from sirius.runtime.gpu import driver
+    from sirius.runtime.gpu import pycuda_driver as driver
     from tests.runtime.gpu.fakedriver import FakeDriver
 
     out = carried_dir
@@ -162,7 +162,7 @@ import sys, json
 for heavy in ("llvmlite", "islpy", "networkx", "sirius.backend", "sirius.fusion"):
     sys.modules[heavy] = None  # importing it now fails
 sys.path.insert(0, {str(ROOT)!r})
-from sirius.runtime.gpu import driver
+from sirius.runtime.gpu import pycuda_driver as driver
 from tests.runtime.gpu.fakedriver import FakeDriver
 driver._DRIVERS[0] = FakeDriver()
 from sirius.cli.bench import main

@@ -231,7 +231,7 @@ def test_interpreter_runs_a_host_program_with_a_loop() -> None:
 def test_unavailable_says_what_to_install(monkeypatch) -> None:
     import builtins
 
-    from sirius.runtime.gpu import driver as drvmod
+    from sirius.runtime.gpu import pycuda_driver as drvmod
 
     real = builtins.__import__
 
@@ -250,7 +250,7 @@ def test_unavailable_says_what_to_install(monkeypatch) -> None:
 def test_missing_driver_library_is_said_plainly(monkeypatch) -> None:
     import builtins
 
-    from sirius.runtime.gpu import driver as drvmod
+    from sirius.runtime.gpu import pycuda_driver as drvmod
 
     real = builtins.__import__
 
