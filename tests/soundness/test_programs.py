@@ -180,3 +180,29 @@ def test_unplaceable_device_addresses_are_refused(name, line, what):
         assert out.returncode == 2, out.stderr
         assert f"{name}:{line}:" in out.stderr and what in out.stderr, out.stderr
         assert "Traceback" not in out.stderr
+
+
+def touched(name: str, kernel: str, mode: str) -> set[str]:
+    uar = uar_of(name)
+    sid = next(st.id for st in uar.statements if st.label == kernel)
+    return {e.buffer for e in uar.effects[sid] if e.mode == mode}
+
+
+def test_loaded_pointers_reach_only_what_was_stored():
+    """Precision where the table is known: a pointer read from `tab` reaches what was stored
+    there (by a kernel or by the host), not every buffer."""
+    assert touched("kernel_table.cu", "k2", "read") == {"tab", "a"}
+    assert touched("host_table.cu", "k2", "read") == {"tab", "a", "b"}
+    assert touched("two_level_table.cu", "k2", "read") == {"tt", "tab", "a"}
+    assert touched("device_ptr_init.cu", "k2", "read") == {"@gp", "@garr"}
+    assert touched("unpassed_target.cu", "k1", "write") == {"a"}
+
+
+def test_what_cannot_be_followed_touches_everything():
+    """Recursion, inline asm that stores, a pointer made from an integer: every allocation of
+    the program and every module global, even those the launch does not receive."""
+    everything = {"x", "a", "c", "@depth_seen"}
+    assert touched("recursive_global.cu", "k1", "write") >= everything
+    assert touched("asm_store.cu", "k1", "write") >= {"a", "b", "x", "c", "@g"}
+    assert any("inline asm touching memory" in w for w in uar_of("asm_store.cu").warnings)
+    assert touched("ptr_as_int.cu", "k2", "read") >= {"x", "a", "c", "tab"}
