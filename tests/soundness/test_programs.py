@@ -52,6 +52,7 @@ EXPECTED: dict[str, list[tuple[str, str, str, str]]] = {
     "ptr_as_int.cu": [("k1", "k2", "RAW", "a"), ("setp", "k2", "RAW", "tab")],
     "unpassed_target.cu": [("k1", "k2", "RAW", "a"), ("k1", "copy D2H", "RAW", "a")],
     "noinline_loop.cu": [("k1", "k2", "RAW", "a")],
+    "noinline_host_loop.cu": [("fill", "sum", "RAW", "a")],
     "recursive_global.cu": [("k1", "k2", "RAW", "@depth_seen")],
     "split_escaped.cu": [("k1", "k2", "RAW", "a"), ("k0", "r0", "RAW", "a")],
 }
@@ -137,6 +138,12 @@ def test_call_site_binding_is_exact():
     loop = [d for d in uar_of("noinline_loop.cu").dependences
             if d.buffer == "a" and d.kind == "RAW" and d.width != "GLOBAL"]
     assert loop and all(d.exact for d in loop)
+    # put_row(a, t, i, v) in a kernel launched for t = 0..3: the row is the host loop variable
+    rows = uar_of("noinline_host_loop.cu")
+    fill = next(st.id for st in rows.statements if st.label == "fill")
+    write = next(e for e in rows.effects[fill] if e.buffer == "a" and e.mode == "write")
+    assert write.exact and write.box == (0, 4 * 4 * 1024 - 1)
+    assert rows.exactness() == (7, 7)
 
 
 def test_host_table_is_recorded_on_the_copy():
