@@ -139,6 +139,34 @@ def test_switch_on_a_known_value_takes_its_case(tmp_path: Path) -> None:
     assert launch["loc"].endswith("switch_case.cu:16:19")
 
 
+VECTOR_AND_EXCEPTIONS = r"""#include <cuda_runtime.h>
+#include <stdexcept>
+#include <vector>
+__global__ void k(float *a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] = 1.0f; }
+int main() {
+  std::vector<float> h(1024, 1.0f);
+  float *a; cudaMalloc(&a, 1024 * 4);
+  cudaMemcpy(a, h.data(), 1024 * 4, cudaMemcpyHostToDevice);
+  int n = (int)h.size();
+  if (n < 10) throw std::runtime_error("small");
+  k<<<4, 256>>>(a, n);
+  cudaMemcpy(h.data(), a, 1024 * 4, cudaMemcpyDeviceToHost);
+  return 0;
+}
+"""
+
+
+def test_invoke_and_landingpad_lines(tmp_path: Path) -> None:
+    # invoke prints `to label .. unwind label ..` on a second line and a landingpad its
+    # clauses: the same misreading as a switch (any host code using std::vector crashed)
+    doc = _inspect_json(tmp_path, "vector.cu", VECTOR_AND_EXCEPTIONS)
+    ops = doc["host"]["ops"]
+    assert [op["op"] for op in ops] == ["alloc", "copy", "launch", "copy"]
+    assert ops[2]["grid"] == [4, 1, 1] and ops[2]["args"][1]["value"] == 1024
+    assert ops[2]["loc"].endswith("vector.cu:12:4")
+
+
 def test_refusal_names_the_source_variable(tmp_path: Path) -> None:
     path = tmp_path / "argc.cu"
     path.write_text("#include <cuda_runtime.h>\n"

@@ -161,17 +161,17 @@ _DEFINE_RE = re.compile(r"^define [^\n]*?@(\"[^\"]+\"|[-\w.$]+)\(.*?^}$", re.M |
 def _instruction_lines(body: str) -> list[str]:
     """The instruction lines of one function's text, in order (labels, records, blanks dropped)."""
     out: list[str] = []
-    open_list = False  # inside a switch's case list: one line per case, up to its `]`
     for line in body.splitlines()[1:-1]:
         s = line.strip()
         if not s or s.startswith(";") or s.startswith("#dbg_") or not line.startswith("  "):
             continue
-        if open_list:
+        if out and (line.startswith("   ") or s.startswith("]")):
+            # an instruction printed on several lines (instructions are indented by two
+            # spaces): a switch's cases and its `]`, invoke's `to label .. unwind label ..`,
+            # a landingpad's clauses
             out[-1] += " " + s
-            open_list = not s.startswith("]")
             continue
         out.append(s)
-        open_list = s.endswith("[")
     return out
 
 
