@@ -129,11 +129,12 @@ def check(res, args: argparse.Namespace, say) -> tuple[dict, int]:
     rep = verify_fused(res.original, res, seed=args.seed, orders=default_orders(args.seed),
                        progress=say)
     if rep.status == MISMATCH:
+        say.done("verification failed")
         lines = [f"  {r.mismatch_line()}" for r in rep.failed()[:8]]
         lines += [f"  {o}: the fused run faulted: {m}" for o, m in rep.faults[:4]]
         more = len(rep.failed()) + len(rep.faults) - len(lines)
         lines += [f"  ... and {more} more"] if more > 0 else []
-        print("sirius: error: the fused program does not compute what the original does "
+        print("error: the fused program does not compute what the original does "
               "(CPU executor, seed " f"{rep.seed}); nothing written\n" + "\n".join(lines) +
               "\nnote: `sirius verify` shows the whole comparison; please report the program "
               "(a fusion error is a bug in sirius); --no-verify writes it anyway",
@@ -163,7 +164,6 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
             out.discard()
         raise
     if status != 0:
-        say.done()
         if out is not None:
             out.discard()
         return status
