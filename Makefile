@@ -6,6 +6,11 @@ SIRIUS := $(VENV)/bin/sirius
 setup:
 	@bash scripts/setup.sh
 
+# The GPU extra (pycuda built against the local CUDA toolkit, cuda-python): docs/gpu.md.
+.PHONY: setup-gpu
+setup-gpu: setup
+	@bash scripts/setup_gpu.sh
+
 demo: setup
 	$(SIRIUS) fuse kernels/matmul_bias_act.cu -o out/matmul_bias_act
 	$(SIRIUS) verify kernels/matmul_bias_act.cu

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +45,9 @@ def unavailable_reason(ordinal: int = 0) -> str | None:
 
 def _import_pycuda():
     try:
-        import pycuda.driver as cuda
+        with warnings.catch_warnings():  # pycuda's own guess at a failed import; ours follows
+            warnings.simplefilter("ignore")
+            import pycuda.driver as cuda
     except ModuleNotFoundError as e:
         if (e.name or "").split(".")[0] == "pycuda":
             raise GpuUnavailable(f"pycuda is not installed: {INSTALL_HINT}") from e
@@ -55,6 +58,11 @@ def _import_pycuda():
             raise GpuUnavailable("pycuda is installed, but the CUDA driver library "
                                  "(libcuda.so.1) is not on this machine: no NVIDIA driver, so "
                                  "no GPU to run on") from e
+        if "undefined symbol: cu" in text:
+            symbol = text.rsplit("undefined symbol:", 1)[1].strip()
+            raise GpuUnavailable(f"pycuda is installed, but the CUDA driver library lacks "
+                                 f"{symbol}: no NVIDIA driver here, or one older than the CUDA "
+                                 "toolkit pycuda was built with") from e
         raise GpuUnavailable(f"pycuda cannot be imported ({text}); reinstall it: "
                              f"{INSTALL_HINT}") from e
     return cuda

@@ -247,7 +247,13 @@ def test_unavailable_says_what_to_install(monkeypatch) -> None:
     assert "make setup-gpu" in drvmod.unavailable_reason()
 
 
-def test_missing_driver_library_is_said_plainly(monkeypatch) -> None:
+@pytest.mark.parametrize("error, said", [
+    ("libcuda.so.1: cannot open shared object file: No such file",
+     r"libcuda.so.1\) is not on this machine"),
+    ("/x/pycuda/_driver.so: undefined symbol: cuArrayCreate_v2",
+     r"lacks cuArrayCreate_v2: no NVIDIA driver here, or one older than"),
+])
+def test_missing_driver_library_is_said_plainly(monkeypatch, error: str, said: str) -> None:
     import builtins
 
     from sirius.runtime.gpu import pycuda_driver as drvmod
@@ -256,11 +262,11 @@ def test_missing_driver_library_is_said_plainly(monkeypatch) -> None:
 
     def no_libcuda(name, *a, **kw):
         if name.startswith("pycuda"):
-            raise ImportError("libcuda.so.1: cannot open shared object file: No such file")
+            raise ImportError(error)
         return real(name, *a, **kw)
 
     monkeypatch.setattr(builtins, "__import__", no_libcuda)
     monkeypatch.setattr(drvmod, "_DRIVERS", {})
-    with pytest.raises(GpuUnavailable, match=r"libcuda.so.1\) is not on this machine"):
+    with pytest.raises(GpuUnavailable, match=said):
         GpuDevice()
 
