@@ -55,6 +55,8 @@ EXPECTED: dict[str, list[tuple[str, str, str, str]]] = {
     "noinline_host_loop.cu": [("fill", "sum", "RAW", "a")],
     "recursive_global.cu": [("k1", "k2", "RAW", "@depth_seen")],
     "split_escaped.cu": [("k1", "k2", "RAW", "a"), ("k0", "r0", "RAW", "a")],
+    "table_round_trip.cu": [("k1", "k2", "RAW", "a"), ("k1", "k3", "RAW", "a"),
+                            ("copy H2D", "k2", "RAW", "tab2"), ("copy D2D", "k3", "RAW", "tab3")],
 }
 # the CPU executor cannot run these (it does not lift `st.global` inline PTX): analysis and
 # fusion are checked, not the fused program's values
@@ -63,7 +65,8 @@ NOT_RUNNABLE = {"asm_store.cu": "inline PTX st.global.f32"}
 APART = {"kernel_table.cu": ("k1", "k2"), "noinline_global.cu": ("k1", "k2"),
          "device_ptr_var.cu": ("k1", "k2"), "asm_store.cu": ("k1", "k2"),
          "two_level_table.cu": ("k1", "k2"), "ptr_as_int.cu": ("k1", "k2"),
-         "unpassed_target.cu": ("k1", "k2"), "recursive_global.cu": ("k1", "k2")}
+         "unpassed_target.cu": ("k1", "k2"), "recursive_global.cu": ("k1", "k2"),
+         "table_round_trip.cu": ("k1", "k2")}
 
 
 def test_every_program_has_expectations():
