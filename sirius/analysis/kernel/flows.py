@@ -19,6 +19,7 @@ flows of a whole program into points-to sets of allocations.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sirius.analysis.irview import Argument, ConstExpr, Function, Instr, ModuleView, Value
@@ -65,9 +66,9 @@ def callee_name(ins: Instr) -> str:
 class FlowAnalyzer:
     """Carriers and pointer flows of the device functions of one module, memoised."""
 
-    def __init__(self, view: ModuleView, pure):
+    def __init__(self, view: ModuleView, pure: Callable[[Function], bool]):
         self.view = view
-        self.pure = pure  # Function -> bool: touches no memory and calls nothing that may
+        self.pure = pure  # touches no memory and calls nothing that may
         self._carriers: dict[str, dict[Value, frozenset[Base]]] = {}
         self._flows: dict[str, frozenset[PointerFlow]] = {}
         self._busy: set[str] = set()
