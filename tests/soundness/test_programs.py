@@ -54,6 +54,7 @@ EXPECTED: dict[str, list[tuple[str, str, str, str]]] = {
     "noinline_loop.cu": [("k1", "k2", "RAW", "a")],
     "noinline_host_loop.cu": [("fill", "sum", "RAW", "a")],
     "recursive_global.cu": [("k1", "k2", "RAW", "@depth_seen")],
+    "local_ptr_array.cu": [("k1", "k2", "RAW", "a"), ("k1", "k2", "RAW", "b")],
     "split_escaped.cu": [("k1", "k2", "RAW", "a"), ("k0", "r0", "RAW", "a")],
     "table_round_trip.cu": [("k1", "k2", "RAW", "a"), ("k1", "k3", "RAW", "a"),
                             ("copy H2D", "k2", "RAW", "tab2"), ("copy D2D", "k3", "RAW", "tab3")],
@@ -66,7 +67,7 @@ APART = {"kernel_table.cu": ("k1", "k2"), "noinline_global.cu": ("k1", "k2"),
          "device_ptr_var.cu": ("k1", "k2"), "asm_store.cu": ("k1", "k2"),
          "two_level_table.cu": ("k1", "k2"), "ptr_as_int.cu": ("k1", "k2"),
          "unpassed_target.cu": ("k1", "k2"), "recursive_global.cu": ("k1", "k2"),
-         "table_round_trip.cu": ("k1", "k2")}
+         "table_round_trip.cu": ("k1", "k2"), "local_ptr_array.cu": ("k1", "k2")}
 
 
 def test_every_program_has_expectations():
