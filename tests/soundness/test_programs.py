@@ -217,3 +217,19 @@ def test_what_cannot_be_followed_touches_everything():
     assert touched("asm_store.cu", "k1", "write") >= {"a", "b", "x", "c", "@g"}
     assert any("inline asm touching memory" in w for w in uar_of("asm_store.cu").warnings)
     assert touched("ptr_as_int.cu", "k2", "read") >= {"x", "a", "c", "tab"}
+
+
+def test_analyze_cli_reports_program_a_dependence():
+    """`sirius analyze --json` (what a user runs) has k1 -> k2 on `a`, inexact, and the loaded
+    pointer's access with its base `*(param:0)`."""
+    import json
+
+    out = run_cli("analyze", "--json", str(PROGRAMS / "kernel_table.cu"))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    kernel = {st["id"]: st["kernel"] for st in doc["statements"]}
+    deps = [(kernel[d["src"]], kernel[d["dst"]], d["kind"], d["buffer"], d["width"], d["exact"])
+            for d in doc["dependences"] if d["buffer"] == "a"]
+    assert deps == [("k1", "k2", "RAW", "a", "GLOBAL", False)]
+    k2 = next(k for k in doc["kernels"] if k["kernel"] == "k2")
+    assert [a["base"] for a in k2["accesses"] if not a["exact"]] == ["*(param:0)"]
