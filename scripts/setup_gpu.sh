@@ -132,6 +132,15 @@ libcsv=$(IFS=,; echo "$work/lib,${libdirs[*]}")
     --cudadrv-lib-dir="$libcsv" --cudart-lib-dir="$libcsv" --curand-lib-dir="$libcsv" \
     "$curand" >/dev/null) || fail "pycuda's configure.py failed"
 
+if [ -n "$links" ] && ! "$PY" -c "import setuptools, wheel, numpy" 2>/dev/null; then
+    # offline, pip builds with this Python's own setuptools, wheel and numpy
+    "$PY" -m pip install -q --no-index --find-links "$links" --target "$work/buildenv" \
+        setuptools wheel >/dev/null 2>&1 || true
+    export PYTHONPATH="$work/buildenv${PYTHONPATH:+:$PYTHONPATH}"
+    PYTHONPATH="$work/buildenv" "$PY" -c "import setuptools, wheel, numpy" 2>/dev/null \
+        || fail "an offline build needs setuptools, wheel and numpy in $PY (pip's
+  --no-build-isolation): install them there, or put their wheels into $links"
+fi
 say "building pycuda (a few minutes)"
 log="$work/build.log"
 if [ -n "$target" ]; then
