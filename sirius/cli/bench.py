@@ -294,7 +294,9 @@ def _print_bench(carried, r) -> None:
                 ["mode", "launches", "median us", "p10 us", "p90 us", "min us"], rows,
                 left=("mode",))
     for name, v in r.ratios.items():
-        print(f"{name.replace('_', ' ')}: {v:.2f}x")
+        a, b = name.removeprefix("speedup_").split("_vs_")
+        print(f"speed-up of {a.replace('_', ' ')} over {b.replace('_', ' ')}: {v:.2f}x "
+              "(ratio of medians)")
     if r.graph_api:
         print(f"graphs: {r.graph_api}")
 

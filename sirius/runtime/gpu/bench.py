@@ -162,13 +162,13 @@ class BenchResult:
 
     @property
     def ratios(self) -> dict[str, float]:
-        """Speed-ups as ratios of medians (> 1: the second is faster)."""
+        """Speed-ups: the first mode's median over the second's (> 1: the second is faster)."""
         med = {m: t["median_us"] for m, t in self.timings.items()}
-        pairs = {"fused_over_original": ("original", "fused"),
-                 "fused_graph_over_original_graph": ("original_graph", "fused_graph"),
-                 "fused_over_original_graph": ("original_graph", "fused"),
-                 "fused_graph_over_original": ("original", "fused_graph"),
-                 "original_graph_over_original": ("original", "original_graph")}
+        pairs = {"speedup_fused_vs_original": ("original", "fused"),
+                 "speedup_fused_graph_vs_original_graph": ("original_graph", "fused_graph"),
+                 "speedup_fused_vs_original_graph": ("original_graph", "fused"),
+                 "speedup_fused_graph_vs_original": ("original", "fused_graph"),
+                 "speedup_original_graph_vs_original": ("original", "original_graph")}
         return {k: med[a] / med[b] for k, (a, b) in pairs.items()
                 if a in med and b in med and med[b] > 0}
 

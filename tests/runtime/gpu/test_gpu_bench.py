@@ -93,9 +93,9 @@ def test_four_modes_with_known_costs() -> None:
                                  "fused_graph": 28.0})
     assert all(t["runs"] == 6 and len(t["samples_us"]) == 6 for t in res.timings.values())
     assert res.ratios == pytest.approx({
-        "fused_over_original": 1.5, "fused_graph_over_original_graph": 33 / 28,
-        "fused_over_original_graph": 1.1, "fused_graph_over_original": 45 / 28,
-        "original_graph_over_original": 45 / 33})
+        "speedup_fused_vs_original": 1.5, "speedup_fused_graph_vs_original_graph": 33 / 28,
+        "speedup_fused_vs_original_graph": 1.1, "speedup_fused_graph_vs_original": 45 / 28,
+        "speedup_original_graph_vs_original": 45 / 33})
     assert res.programs["original"] == {"launches": 3, "memsets": 1, "device_copies": 1,
                                         "syncs": 1, "cooperative_launches": 0}
     assert res.programs["fused"]["launches"] == 1
@@ -152,7 +152,7 @@ def test_without_graph_capture_the_eager_modes_remain() -> None:
     res = bench(sides(), BenchConfig(runs=3, warmup=0, input_sets=1), device=dev)
     assert set(res.timings) == {"original", "fused"}
     assert res.graph_api == "" and any("no CUDA-graph timings" in n for n in res.notes)
-    assert res.ratios == pytest.approx({"fused_over_original": 1.5})
+    assert res.ratios == pytest.approx({"speedup_fused_vs_original": 1.5})
 
 
 def test_input_sets_shrink_to_fit_memory() -> None:
