@@ -6,9 +6,12 @@ the first byte touched, relative to the pointer parameter or shared array it goe
 loop variables that the launch configuration depends on are isl parameters.
 
 Each access is restricted to the domain of its block (`domains.py`). An address sirius cannot
-express makes the access cover its whole buffer, inexact, with the reason; a call it cannot
-follow (an unknown or indirect callee, inline asm that touches memory) makes the kernel read and
-write every buffer it receives, with a warning.
+express makes the access cover its whole buffer, inexact, with the reason; a pointer loaded from
+memory has the base `*(...)`, resolved against the program's points-to sets (uar/pointsto.py).
+A call to a non-inlined device function is analysed at its call site (`calls.py`); a call it
+cannot follow (an unknown or indirect callee, recursion, inline asm that touches memory) makes
+the kernel read and write every allocation and every module global, with a warning. The
+pointers a kernel may store into memory are its `flows` (`flows.py`).
 """
 
 from __future__ import annotations
