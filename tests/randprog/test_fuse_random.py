@@ -94,8 +94,10 @@ def _recorded(tmp_path_factory, seed: int) -> tuple[int, int] | None:
 
 @pytest.mark.parametrize("seed", list(SEEDS))
 def test_fused_program(seed: int, tmp_path, tmp_path_factory) -> None:
-    out = fuse_and_verify(seed, arrangement_for(seed), tmp_path)
-    _record(tmp_path_factory, seed, out.launches_before, out.launches_after)
+    out = fuse_and_verify(seed, arrangement_for(seed), tmp_path, raise_on_failure=False)
+    if not out.crashed:   # counted even when the check fails: test_fusion_happens needs them
+        _record(tmp_path_factory, seed, out.launches_before, out.launches_after)
+    assert out.ok, out.message(generate(seed))
 
 
 @pytest.mark.parametrize("seed", ISSUE12_SEEDS)
