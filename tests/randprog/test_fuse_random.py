@@ -40,9 +40,9 @@ SEEDS = range(100)
 
 # Issue 12 item 7: with the generator's pointer tables, `__device__` variables and `__noinline__`
 # device functions, `scripts/fuzz.py --fuse` over seeds 0..179 found these seeds failing with
-# sirius at b0e3fae (before the fixes of issue 12 items 1, 2 and 4). They are ordinary tests
-# (test_fused_program for the seeds of SEEDS, test_issue12_seed for the others), expected to
-# pass once those fixes land: not xfail, so that a pass shows.
+# sirius at b0e3fae (before the fixes of issue 12 items 1, 2 and 4); all pass at 9ba202b. They
+# are ordinary tests (test_fused_program for the seeds of SEEDS, test_issue12_seed for the
+# others), not xfail: a regression shows as a failure.
 #
 # The fused program computes wrong values (also with the executor's bounds checks off):
 WRONG_FUSION_SEEDS = {
