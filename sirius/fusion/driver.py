@@ -25,7 +25,7 @@ from sirius.analysis.uar.build import UAR, build_uar
 from sirius.backend import compile_ir, violations
 from sirius.backend.ptxas import KernelResources
 from sirius.fusion.codegen.emit import build
-from sirius.fusion.plan.planner import Cluster, Group, Options, Planner, Region, launch_count
+from sirius.fusion.plan.planner import Options, Planner, Region, launch_count
 from sirius.fusion.spec import (
     CodegenError,
     FusedKernel,
@@ -173,10 +173,16 @@ def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop) -> F
 
 
 # code generation with undo ------------------------------------------------------------------------
+# Clusters and groups are named by their position in the plan: (region, group, cluster) and
+# (region, group). The planner's objects are not used as keys.
+ClusterKey = tuple[int, int, int]
+GroupKey = tuple[int, int]
+
+
 @dataclass
 class _State:
-    disabled_clusters: set[int] = field(default_factory=set)  # id(Cluster)
-    disabled_groups: set[int] = field(default_factory=set)  # id(Group)
+    disabled_clusters: set[ClusterKey] = field(default_factory=set)
+    disabled_groups: set[GroupKey] = field(default_factory=set)
 
 
 def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress) -> None:
@@ -186,12 +192,12 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
     t = time.perf_counter()
     for attempt in range(6):
         progress(f"generating fused kernels (round {attempt + 1})")
-        fm1, fm2, launches, records = _build_all(res, state, infos)
-        text = (fm2 or fm1).text if (fm2 or fm1) else res.original.program.device_ir
+        built = _build_all(res, state, infos)
+        text = built.module_text or res.original.program.device_ir
         progress(f"PTX and ptxas for {res.options.arch}")
         ptx, report = compile_ir(text, res.options.arch)
         bad = []
-        for rec in records:
+        for rec in built.records:
             r = report.kernels.get(rec.name)
             if r is None:
                 continue
@@ -202,7 +208,7 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
         if not bad:
             break
         for name, why in dict((rec.name, why) for rec, why in bad).items():
-            users = [n.label() for rec in records if rec.name == name for n in rec.nodes]
+            users = [n.label() for rec in built.records if rec.name == name for n in rec.nodes]
             res.undone.append(f"{name} ({', '.join(users)}): {why}")
             _disable_named(res, name, state)
     else:  # pragma: no cover - each round undoes at least one kernel
@@ -210,8 +216,8 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
     res.device_ir = text
     res.ptx = ptx.text
     res.resources = dict(report.kernels)
-    res.fused = records
-    res.host = _rewrite_host(res.analysed, res.regions, launches)
+    res.fused = built.records
+    res.host = _rewrite_host(res.analysed, res.regions, built.group_launches)
     res.seconds["codegen"] = time.perf_counter() - t
 
 
@@ -223,13 +229,19 @@ def _threads(k: FusedKernel | None) -> int | None:
 
 def _disable_named(res: FuseResult, name: str, state: _State) -> None:
     """Undo every cluster and group that uses fused kernel `name`."""
-    for r in res.regions:
-        for g in r.groups:
-            if g.name == name:
-                state.disabled_groups.add(id(g))
-            for c in g.clusters:
-                if c.name == name:
-                    state.disabled_clusters.add(id(c))
+    for ri, gi, g in _groups(res.regions):
+        if g.name == name:
+            state.disabled_groups.add((ri, gi))
+        for ci, c in enumerate(g.clusters):
+            if c.name == name:
+                state.disabled_clusters.add((ri, gi, ci))
+
+
+def _groups(regions: list[Region]):
+    """(region index, group index, group) for every group of the plan, in order."""
+    for ri, r in enumerate(regions):
+        for gi, g in enumerate(r.groups):
+            yield ri, gi, g
 
 
 def _dedup(spec: FusedKernelSpec, seen: dict[str, str], specs: list[FusedKernelSpec]) -> str:
@@ -240,10 +252,6 @@ def _dedup(spec: FusedKernelSpec, seen: dict[str, str], specs: list[FusedKernelS
         seen[key] = spec.name
         specs.append(spec)
     return seen[key]
-
-
-def _region_of(res: FuseResult, g: Group) -> int:
-    return next(i for i, r in enumerate(res.regions) if any(x is g for x in r.groups))
 
 
 def names(regions: list[Region]) -> None:
@@ -301,91 +309,117 @@ def _build_specs(specs: list[FusedKernelSpec], ir: str
     return (build(ir, good) if good else None), bad
 
 
-def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]):
+@dataclass
+class _Built:
+    """One round of code generation: the fused module, the launches that replace each group
+    (by its position), and a record per fused launch."""
+
+    module_text: str | None
+    group_launches: dict[GroupKey, list[Launch]]
+    records: list[FusedLaunchRecord]
+
+
+def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> _Built:
     """Round 1: vertical clusters; round 2: horizontal kernels over clusters."""
-    base_ir = res.original.program.device_ir
-    records: list[FusedLaunchRecord] = []
-    specs1: list[FusedKernelSpec] = []
     seen: dict[str, str] = {}  # spec without its name -> the kernel built for it
-    for r in res.regions:
-        for g in r.groups:
-            for c in g.clusters:
-                if len(c.nodes) > 1 and id(c) not in state.disabled_clusters:
-                    ms = param_maps([(m, n.launch, _types(n.launch, infos, {}))
-                                     for m, n in zip(c.members, c.nodes, strict=True)])
-                    spec = FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block)
-                    c.name = _dedup(spec, seen, specs1)
-    fm1, bad1 = _build_specs(specs1, base_ir)
-    for s, why in bad1:
+    fm1, cluster_launches, fused1, records = _vertical_round(res, state, infos, seen)
+    ir1 = fm1.text if fm1 is not None else res.original.program.device_ir
+    fm2, group_launches, records2 = _horizontal_round(res, state, infos, seen, ir1,
+                                                      cluster_launches, fused1)
+    text = (fm2 or fm1).text if (fm2 or fm1) else None
+    return _Built(text, group_launches, records + records2)
+
+
+def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
+                    seen: dict[str, str]):
+    """Generate every vertical cluster of more than one launch; returns the module, the
+    launches each cluster becomes, the fused kernels by name, and their records."""
+    specs: list[FusedKernelSpec] = []
+    for ri, gi, g in _groups(res.regions):
+        for ci, c in enumerate(g.clusters):
+            if len(c.nodes) > 1 and (ri, gi, ci) not in state.disabled_clusters:
+                ms = param_maps([(m, n.launch, _types(n.launch, infos, {}))
+                                 for m, n in zip(c.members, c.nodes, strict=True)])
+                spec = FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block)
+                c.name = _dedup(spec, seen, specs)
+    fm, bad = _build_specs(specs, res.original.program.device_ir)
+    for s, why in bad:
         _disable_named(res, s.name, state)
         res.undone.append(f"{s.name}: {why}")
-    cluster_launch: dict[int, list[Launch]] = {}
-    fused1: dict[str, FusedKernel] = {}
-    for r in res.regions:
-        for g in r.groups:
-            for c in g.clusters:
-                if fm1 is not None and len(c.nodes) > 1 and id(c) not in state.disabled_clusters:
-                    k = fm1.kernel(c.name)
-                    fused1[c.name] = k
-                    cluster_launch[id(c)] = [k.launch([n.launch for n in c.nodes])]
-                    rec = FusedLaunchRecord(c.name, "vertical", g.level,
-                                            _region_of(res, g), list(c.nodes), list(c.reasons),
-                                            k)
-                    rec.owner = c
-                    records.append(rec)
-                else:
-                    cluster_launch[id(c)] = [n.launch for n in c.nodes]
-    specs2: list[FusedKernelSpec] = []
-    owners2: dict[str, tuple[Group, int, list[Cluster]]] = {}
-    ir2 = fm1.text if fm1 is not None else base_ir
-    for ri, r in enumerate(res.regions):
-        for g in r.groups:
-            if len(g.clusters) < 2 or id(g) in state.disabled_groups:
-                continue
-            cs = [c for c in g.clusters if len(cluster_launch[id(c)]) == 1]
-            if len(cs) < 2:
-                continue
-            ms = []
-            for c in cs:
-                launch = cluster_launch[id(c)][0]
-                if launch.mangled in fused1:
-                    k = fused1[launch.mangled]
-                    m = Member(k.name, k.grid, k.block, k.smem)
-                else:
-                    m = c.members[0]
-                ms.append((m, launch, _types(launch, infos, fused1)))
-            spec = FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms)))
-            g.name = _dedup(spec, seen, specs2)
-            owners2[id(g)] = (g, ri, cs)
-    fm2, bad2 = _build_specs(specs2, ir2)
-    for s, why in bad2:
-        _disable_named(res, s.name, state)
-        res.undone.append(f"{s.name}: {why}")
-    group_launch: dict[int, list[Launch]] = {}
-    for r in res.regions:
-        for g in r.groups:
-            seq = [x for c in g.clusters for x in cluster_launch[id(c)]]
-            if fm2 is not None and id(g) in owners2 and id(g) not in state.disabled_groups:
-                _, ri, cs = owners2[id(g)]
-                k = fm2.kernel(g.name)
-                inner = [cluster_launch[id(c)][0] for c in cs]
-                rest = [x for c in g.clusters if not any(c is y for y in cs)
-                        for x in cluster_launch[id(c)]]
-                seq = rest + [k.launch(inner)]
-                nodes = [n for c in cs for n in c.nodes]
-                reasons = [f"{c.name or c.nodes[0].label()}: independent of the others in "
-                           f"level {g.level}" for c in cs]
-                arrangement = "mixed" if any(len(c.nodes) > 1 for c in cs) else "horizontal"
-                rec = FusedLaunchRecord(g.name, arrangement, g.level, ri, nodes, reasons, k)
-                rec.owner = g
+    launches: dict[ClusterKey, list[Launch]] = {}
+    fused: dict[str, FusedKernel] = {}
+    records: list[FusedLaunchRecord] = []
+    for ri, gi, g in _groups(res.regions):
+        for ci, c in enumerate(g.clusters):
+            key = (ri, gi, ci)
+            if fm is not None and len(c.nodes) > 1 and key not in state.disabled_clusters:
+                k = fm.kernel(c.name)
+                fused[c.name] = k
+                launches[key] = [k.launch([n.launch for n in c.nodes])]
+                rec = FusedLaunchRecord(c.name, "vertical", g.level, ri, list(c.nodes),
+                                        list(c.reasons), k)
+                rec.owner = c
                 records.append(rec)
-            group_launch[id(g)] = seq
-    return fm1, fm2, group_launch, records
+            else:
+                launches[key] = [n.launch for n in c.nodes]
+    return fm, launches, fused, records
 
 
-def _rewrite_host(host: HostProgram, regions: list[Region], group_launch: dict[int, list[Launch]]
-                  ) -> HostProgram:
-    by_first = {r.body_key: r for r in regions}
+def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
+                      seen: dict[str, str], ir: str,
+                      cluster_launches: dict[ClusterKey, list[Launch]],
+                      fused1: dict[str, FusedKernel]):
+    """Generate a horizontal kernel for every group of two or more clusters that are one launch
+    each; returns the module, the launches each group becomes, and the records."""
+    specs: list[FusedKernelSpec] = []
+    members: dict[GroupKey, list[int]] = {}  # group -> the cluster indices it fuses
+    for ri, gi, g in _groups(res.regions):
+        if len(g.clusters) < 2 or (ri, gi) in state.disabled_groups:
+            continue
+        cis = [ci for ci in range(len(g.clusters)) if len(cluster_launches[(ri, gi, ci)]) == 1]
+        if len(cis) < 2:
+            continue
+        ms = []
+        for ci in cis:
+            launch = cluster_launches[(ri, gi, ci)][0]
+            if launch.mangled in fused1:
+                k = fused1[launch.mangled]
+                m = Member(k.name, k.grid, k.block, k.smem)
+            else:
+                m = g.clusters[ci].members[0]
+            ms.append((m, launch, _types(launch, infos, fused1)))
+        spec = FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms)))
+        g.name = _dedup(spec, seen, specs)
+        members[(ri, gi)] = cis
+    fm, bad = _build_specs(specs, ir)
+    for s, why in bad:
+        _disable_named(res, s.name, state)
+        res.undone.append(f"{s.name}: {why}")
+    launches: dict[GroupKey, list[Launch]] = {}
+    records: list[FusedLaunchRecord] = []
+    for ri, gi, g in _groups(res.regions):
+        per_cluster = [cluster_launches[(ri, gi, ci)] for ci in range(len(g.clusters))]
+        cis = members.get((ri, gi))
+        if fm is None or cis is None or (ri, gi) in state.disabled_groups:
+            launches[(ri, gi)] = [x for seq in per_cluster for x in seq]
+            continue
+        k = fm.kernel(g.name)
+        rest = [x for ci, seq in enumerate(per_cluster) if ci not in cis for x in seq]
+        launches[(ri, gi)] = rest + [k.launch([per_cluster[ci][0] for ci in cis])]
+        cs = [g.clusters[ci] for ci in cis]
+        reasons = [f"{c.name or c.nodes[0].label()}: independent of the others in "
+                   f"level {g.level}" for c in cs]
+        arrangement = "mixed" if any(len(c.nodes) > 1 for c in cs) else "horizontal"
+        rec = FusedLaunchRecord(g.name, arrangement, g.level, ri,
+                                [n for c in cs for n in c.nodes], reasons, k)
+        rec.owner = g
+        records.append(rec)
+    return fm, launches, records
+
+
+def _rewrite_host(host: HostProgram, regions: list[Region],
+                  group_launches: dict[GroupKey, list[Launch]]) -> HostProgram:
+    by_first = {r.body_key: ri for ri, r in enumerate(regions)}
 
     def body(ops: Sequence[Op]) -> tuple[Op, ...]:
         out: list[Op] = []
@@ -395,10 +429,10 @@ def _rewrite_host(host: HostProgram, regions: list[Region], group_launch: dict[i
                 skip -= 1
                 continue
             if isinstance(op, Launch) and id(op) in by_first:
-                r = by_first[id(op)]
-                for g in r.groups:
-                    out += group_launch[id(g)]
-                skip = len(r.nodes) - 1
+                ri = by_first[id(op)]
+                for gi in range(len(regions[ri].groups)):
+                    out += group_launches[(ri, gi)]
+                skip = len(regions[ri].nodes) - 1
             elif isinstance(op, Loop):
                 out.append(replace(op, body=body(op.body)))
             else:
