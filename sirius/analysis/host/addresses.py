@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sirius.analysis.expr import Expr
-from sirius.analysis.host import cudaapi
+from sirius.analysis.host import libcalls
 from sirius.analysis.host.model import Address
 from sirius.analysis.host.values import AV, DevPtr, HostPtr, Memory, Unknown
 from sirius.analysis.irview import Instr, Value
@@ -54,8 +54,6 @@ class AddressFlow:
     def skipped_writes(self, frame: Frame, blocks: set) -> list[tuple[Value, Provenance, Instr]]:
         """What code about to be skipped may write (the pointer written through) and what the
         written bytes may be."""
-        from sirius.analysis.host.flow import _IGNORED_INTRINSICS
-
         out: list[tuple[Value, Provenance, Instr]] = []
         for b in blocks:
             for ins in b.instrs:
@@ -65,7 +63,7 @@ class AddressFlow:
                 elif ins.opcode in ("call", "invoke"):
                     callee = ins.callee
                     name = callee.name if callee is not None else ""
-                    if name.startswith(_IGNORED_INTRINSICS) or cudaapi.is_readonly(name):
+                    if name.startswith(libcalls.IGNORED_INTRINSICS) or libcalls.is_readonly(name):
                         continue
                     ptrs = [a for a in ins.args if a.type.startswith("ptr")]
                     # what the callee may copy: what its pointers point to (a pointer it is
@@ -101,7 +99,7 @@ class AddressFlow:
             if op in ("alloca", "fcmp", "icmp") or op.startswith("f") or op.endswith("tofp"):
                 return False, frozenset()
             if op in ("call", "invoke") and v.callee is not None and \
-                    cudaapi.is_allocator(v.callee.name):
+                    libcalls.is_allocator(v.callee.name):
                 return False, frozenset()
             return v.type.startswith(("ptr", "i64")), frozenset()
         av = frame.env.get(v) if v in frame.env else self.val(frame, v)

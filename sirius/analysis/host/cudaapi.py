@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sirius.analysis.expr import Expr
+from sirius.analysis.host.libcalls import is_allocator, is_readonly  # noqa: F401 (re-exported)
 from sirius.analysis.host.model import (
     Address,
     Alloc,
@@ -101,14 +102,6 @@ _UNSUPPORTED = {
 }
 _NORETURN = {"exit", "abort", "_exit", "_Exit", "quick_exit", "__assert_fail", "__cxa_throw",
              "__cxa_rethrow", "_ZSt9terminatev", "__stack_chk_fail"}
-_READONLY = {"printf", "fprintf", "puts", "fputs", "putchar", "fputc", "fwrite", "fflush",
-             "perror", "strlen", "strcmp", "strncmp", "memcmp", "free", "_ZdlPv", "_ZdaPv",
-             "_ZdlPvm", "_ZdaPvm", "cudaGetErrorString", "cudaGetErrorName", "atoi", "atof",
-             "strtol", "strtod", "fabs", "fabsf", "sqrt", "sqrtf", "exp", "expf", "tanh",
-             "tanhf", "abs", "rand", "srand", "time", "clock"}
-_ALLOCATORS = {"malloc", "calloc", "realloc", "aligned_alloc", "_Znwm", "_Znam", "valloc"}
-
-
 def is_gpu_api(name: str) -> bool:
     return (name.startswith("cuda") or name.startswith("__cuda")) and name not in _HARMLESS
 
@@ -116,14 +109,6 @@ def is_gpu_api(name: str) -> bool:
 def is_noreturn(ins: Instr) -> bool:
     c = ins.callee
     return c is not None and c.kind == "func" and c.name in _NORETURN
-
-
-def is_readonly(name: str) -> bool:
-    return name in _READONLY
-
-
-def is_allocator(name: str) -> bool:
-    return name in _ALLOCATORS
 
 
 _SUFFIX = re.compile(r"(\.addr|\.i\d*|\.\d+|\.sroa\.[\w.]*|\.coerce[\w.]*|\.lcssa)$")

@@ -17,7 +17,8 @@ import re
 from sirius.analysis.cfg import FunctionCFG
 from sirius.analysis.expr import Expr
 from sirius.analysis.host import cudaapi
-from sirius.analysis.host.flow import _IGNORED_INTRINSICS, Frame, HostFlow
+from sirius.analysis.host.flow import Frame, HostFlow
+from sirius.analysis.host.libcalls import IGNORED_INTRINSICS
 from sirius.analysis.host.loops import LoopShape
 from sirius.analysis.host.model import Buffer, HostProgram, Op
 from sirius.analysis.host.ops import binary, cast, float_binary, icmp, shift_to_packed, truth
@@ -365,7 +366,7 @@ class HostInterpreter(HostFlow):
         return self.call_named(frame, ins, callee.name, args_v)
 
     def call_named(self, frame: Frame, ins: Instr, name: str, args_v: list[Value]) -> AV:
-        if name.startswith(_IGNORED_INTRINSICS):
+        if name.startswith(IGNORED_INTRINSICS):
             return Unknown("intrinsic")
         args = [self.val(frame, a) for a in args_v]
         if self.probing:

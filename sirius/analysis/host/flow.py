@@ -32,9 +32,6 @@ from sirius.analysis.host.values import (
 from sirius.analysis.irview import Block, Function, Instr, Value
 from sirius.diagnostics import HostAnalysisError
 
-_IGNORED_INTRINSICS = ("llvm.lifetime.", "llvm.dbg.", "llvm.assume", "llvm.experimental.noalias",
-                       "llvm.stacksave", "llvm.stackrestore", "llvm.invariant.", "llvm.prefetch")
-
 
 @dataclass
 class Frame:

@@ -17,7 +17,6 @@ pointers a kernel may store into memory are its `flows` (`flows.py`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import islpy as isl
 
@@ -28,23 +27,27 @@ from sirius.analysis.irtypes import TypeParseError, type_size
 from sirius.analysis.irview import Block, Function, Instr, ModuleView
 from sirius.analysis.kernel.affine import (
     ANY,
-    THREAD_DIMS,
     Base,
     Binding,
     Val,
     space_of_global,
 )
 from sirius.analysis.kernel.calls import CallSites, callee_binding, callee_info
-from sirius.analysis.kernel.domains import ControlFlow, LoopDim
+from sirius.analysis.kernel.domains import ControlFlow
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.analysis.kernel.flows import (
     ASM_RE,
     READ_ONLY_CALLS,
     FlowAnalyzer,
-    PointerFlow,
     asm_touches_memory,
 )
-from sirius.diagnostics import Location
+from sirius.analysis.kernel.summary import (  # noqa: F401 (re-exported)
+    Access,
+    KernelSummary,
+    block_level,
+    byte_map,
+    thread_level,
+)
 
 _PURE_INTRINSIC_RE = re.compile(
     r"llvm\.(?:nvvm\.(?:read\.ptx|barrier|bar\.|shfl|vote|activemask|match|redux|fence|membar|"
@@ -55,82 +58,6 @@ _PURE_INTRINSIC_RE = re.compile(
     r"minimum|maximum|copysign|floor|ceil|trunc|rint|nearbyint|round|ctpop|ctlz|cttz|bswap|"
     r"bitreverse|fshl|fshr|[su]add\.sat|[su]sub\.sat|[su]add\.with|[su]mul\.with|"
     r"[su]sub\.with|is\.fpclass|canonicalize|trap|ubsantrap|debugtrap|donothing|ptrmask)")
-
-
-@dataclass(frozen=True, slots=True)
-class Access:
-    kind: str  # load | store | atomic
-    base: Base
-    relation: isl.Map  # { [bx, by, bz, tx, ty, tz, loop dims] -> [o] }, o = first byte
-    extent: Expr  # bytes touched from o
-    whole: bool  # the offset is unknown: any byte of the base
-    exact: bool
-    reason: str
-    loc: Location | None
-    opcode: str
-
-    @property
-    def reads(self) -> bool:
-        return self.kind in ("load", "atomic")
-
-    @property
-    def writes(self) -> bool:
-        return self.kind in ("store", "atomic")
-
-
-@dataclass(frozen=True, slots=True)
-class KernelSummary:
-    name: str
-    mangled: str
-    binding: Binding
-    params: tuple[str, ...]
-    loops: tuple[LoopDim, ...]
-    accesses: tuple[Access, ...]
-    shared_globals: tuple[str, ...]  # IR names, in the order of KernelInfo.shared_arrays
-    shared_bytes: tuple[int, ...]
-    barriers: int
-    thread_independent: bool  # no barrier, shared memory or warp-level op: threads can move
-    warnings: tuple[str, ...]
-    flows: frozenset[PointerFlow] = frozenset()  # pointers the kernel may store (kernel/flows)
-
-    @property
-    def key(self) -> tuple[str, Binding]:
-        return self.mangled, self.binding
-
-    def shared_index(self, ir_name: str) -> int:
-        return self.shared_globals.index(ir_name)
-
-    def effects(self, level: str = "thread") -> dict[tuple[Base, str], isl.Map]:
-        """Read and write sets, (base, "read" | "write") -> bytes touched relative to the base:
-        `{ [bx, by, bz, tx, ty, tz] -> [x] }` per thread, `{ [bx, by, bz] -> [x] }` per block,
-        `{ [] -> [x] }` for the whole kernel (an unknown offset: any byte)."""
-        project = {"thread": thread_level, "block": block_level,
-                   "kernel": lambda m: islutil.project_out(m, islutil.in_names(m))}[level]
-        out: dict[tuple[Base, str], isl.Map] = {}
-        for a in self.accesses:
-            rel = a.relation if a.whole else a.relation.apply_range(byte_map(a.extent))
-            rel = project(rel)
-            for mode, flag in (("read", a.reads), ("write", a.writes)):
-                if flag:
-                    key = (a.base, mode)
-                    out[key] = out[key].union(rel).coalesce() if key in out else rel
-        return out
-
-
-def thread_level(m: isl.Map) -> isl.Map:
-    """Project the loop dimensions out: what each thread touches."""
-    return islutil.project_out(m, [n for n in islutil.in_names(m) if n not in THREAD_DIMS])
-
-
-def block_level(m: isl.Map) -> isl.Map:
-    return islutil.project_out(m, [n for n in islutil.in_names(m) if n not in THREAD_DIMS[:3]])
-
-
-def byte_map(extent: Expr) -> isl.Map:
-    """{ [o] -> [x] : o <= x < o + extent }"""
-    params = sorted(extent.variables())
-    head = f"[{', '.join(params)}] -> " if params else ""
-    return isl.Map(f"{head}{{ [o] -> [x] : o <= x < o + {extent} }}")
 
 
 class KernelAnalyzer:

@@ -21,6 +21,7 @@ from sirius.analysis.expr import Expr
 from sirius.analysis.irview import Block, Function, Instr, ModuleView
 from sirius.analysis.kernel.affine import ANY, THREAD_DIMS, Base, Binding, Val, loaded
 from sirius.analysis.kernel.facts import KernelInfo, Param
+from sirius.analysis.kernel.summary import Access, thread_level
 from sirius.diagnostics import Location
 
 MAX_CALL_DEPTH = 6
@@ -49,8 +50,6 @@ class CallSites:
     `loops`, `ev`, `exact`, `warnings`, `_allowed`, `_everything`, `analyzer` and `depth`."""
 
     def _call_site(self, ins: Instr, b: Block, callee: Function) -> list:
-        from sirius.analysis.kernel.access import Access, thread_level
-
         summary = None
         if self.analyzer is not None and self.depth < MAX_CALL_DEPTH \
                 and callee.name not in self.stack:
