@@ -344,9 +344,31 @@ class ProgramEstimate:
     def terms(self) -> dict[str, float]:
         return {t: sum(getattr(e, t) for e in self.launches) for t in TERMS}
 
+    def bound_shares(self) -> dict[str, tuple[int, float]]:
+        """Per term: how many launches it bounds and their share of the program's estimated
+        time (each launch's whole time counted against its bound). Empty when a launch
+        cannot run (infinite time)."""
+        total = self.seconds
+        if not self.launches or math.isinf(total) or total <= 0:
+            return {}
+        out = {t: (0, 0.0) for t in TERMS}
+        for e in self.launches:
+            n, s = out[e.bound]
+            out[e.bound] = (n + 1, s + e.seconds)
+        return {t: (n, s / total) for t, (n, s) in out.items() if n}
+
+    @property
+    def bound(self) -> str | None:
+        """The term that bounds the launches taking most of the estimated time."""
+        shares = self.bound_shares()
+        return max(shares, key=lambda t: shares[t][1]) if shares else None
+
     def to_json(self) -> dict:
+        shares = self.bound_shares()
         return {"gpu": self.gpu, "estimate": True, "seconds": _num(self.seconds),
-                "launches": len(self.launches),
+                "launches": len(self.launches), "bound": self.bound,
+                "bound_shares": {t: {"launches": n, "share": round(f, 4)}
+                                 for t, (n, f) in shares.items()},
                 "terms": {t: _num(v) for t, v in self.terms().items()},
                 "instructions": sum(c.instructions for c in self.counts),
                 "dram_bytes": sum(c.dram_bytes for c in self.counts),

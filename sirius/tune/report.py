@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from sirius._version import __version__
-from sirius.tune.model import TERMS, fmt_time
+from sirius.tune.model import TERM_NAMES, TERMS, ProgramEstimate, fmt_time
 from sirius.tune.tuner import TuneResult, Variant
 
 TUNE_SCHEMA = "sirius-tune/1"
@@ -84,6 +84,19 @@ def tune_json(result: TuneResult) -> dict:
     }
 
 
+def bound_line(est: ProgramEstimate) -> str:
+    """What bounds a program, in words: `DRAM bandwidth bounds 4 of 4 launches (100% of the
+    estimated time)`, then the other bounds by share."""
+    shares = est.bound_shares()
+    if not shares:
+        return "no bound: a launch cannot run (see its kernel below)"
+    order = sorted(shares, key=lambda t: -shares[t][1])
+    n = len(est.launches)
+    parts = [f"{TERM_NAMES[t]} bounds {shares[t][0]} of {n} launches "
+             f"({shares[t][1]:.0%} of the estimated time)" for t in order]
+    return "; ".join(parts)
+
+
 # markdown -----------------------------------------------------------------------------------------
 def _row(result: TuneResult, v: Variant) -> list[str]:
     if v.estimate is None:
@@ -141,9 +154,10 @@ def report_md(result: TuneResult) -> str:
     for title, v in (("Original program", result.baseline), ("Chosen program", result.chosen)):
         if v is None or v.estimate is None:
             continue
-        lines += ["", f"## {title}: why each kernel takes its time (estimates)", ""]
+        lines += ["", f"## {title}: why each kernel takes its time (estimates)", "",
+                  f"Bound: {bound_line(v.estimate)}.", ""]
         lines += _table(["kernel", "launches", "estimated time", "bound", "explanation"],
-                        [[k.kernel, str(k.launches), fmt_time(k.seconds), k.bound,
+                        [[k.kernel, str(k.launches), fmt_time(k.seconds), TERM_NAMES[k.bound],
                           k.explain] for k in v.estimate.kernels])
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
@@ -197,9 +211,10 @@ def report_html(result: TuneResult) -> str:
         if v is None or v.estimate is None:
             continue
         krows = "".join(f"<tr><td>{e(k.kernel)}</td><td>{k.launches}</td>"
-                        f"<td>{fmt_time(k.seconds)}</td><td>{e(k.bound)}</td>"
+                        f"<td>{fmt_time(k.seconds)}</td><td>{e(TERM_NAMES[k.bound])}</td>"
                         f"<td>{e(k.explain)}</td></tr>" for k in v.estimate.kernels)
-        parts.append(f"<h2>{e(title)}: why each kernel takes its time (estimates)</h2><table>"
+        parts.append(f"<h2>{e(title)}: why each kernel takes its time (estimates)</h2>"
+                     f"<p>Bound: {e(bound_line(v.estimate))}.</p><table>"
                      "<tr><th>kernel</th><th>launches</th><th>estimated time</th><th>bound</th>"
                      f"<th>explanation</th></tr>{krows}</table>")
     if result.notes:

@@ -65,7 +65,8 @@ class TuneResult:
                      and v.result.split_storage), None)
 
 
-def _estimate(r: VariantResult, gpu: Gpu, a: Assumptions) -> Variant:
+def estimate_variant(r: VariantResult, gpu: Gpu, a: Assumptions) -> Variant:
+    """A built variant with its estimate (none when the build failed) and per-region times."""
     if not r.ok:
         return Variant(r, None)
     est = estimate_program(list(r.counts), gpu, a)
@@ -96,7 +97,7 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
              f"{'Ray' if use_ray else f'{jobs} job(s)'})")
     results, ran_on = fanout.run_requests(reqs, jobs=jobs, use_ray=use_ray,
                                           ray_address=ray_address, progress=progress)
-    built = [_estimate(r, gpu, assumptions) for r in results]
+    built = [estimate_variant(r, gpu, assumptions) for r in results]
     baseline, whole = built[0], built[1:]
     if not baseline.result.ok:
         raise SiriusError(f"the original program could not be measured: "
@@ -125,7 +126,7 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
     if mixed:
         more, _ = fanout.run_requests(mixed, jobs=jobs, use_ray=use_ray,
                                       ray_address=ray_address, progress=progress)
-        whole += [_estimate(r, gpu, assumptions) for r in more]
+        whole += [estimate_variant(r, gpu, assumptions) for r in more]
     for v in whole:
         if not v.result.ok:
             notes.append(f"variant {v.label} could not be built: "

@@ -1,5 +1,5 @@
-"""FLOP counting by augmented IR, footprints, region attribution; the bound the model names
-for a memory-bound chain, a tiled matmul and tiny kernels (CPU executor counts)."""
+"""FLOP counting by augmented IR, footprints, region attribution; the bound the model and the
+report name for a memory-bound chain, a tiled matmul and tiny kernels (CPU executor counts)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 
 from sirius.tune.counts import augment, flop_precisions, footprint
 from sirius.tune.gpus import gpu
-from sirius.tune.model import estimate_program
+from sirius.tune.model import Assumptions, estimate_program
+from sirius.tune.report import report_md
+from sirius.tune.tuner import TuneResult, estimate_variant
 from sirius.tune.variants import Request, Source, build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,6 +68,23 @@ def _original(path: Path):
     return vr
 
 
+def _report(vr, gpu_name: str = "H100 SXM") -> str:
+    """report.md of a tune result holding only the original program."""
+    g = gpu(gpu_name)
+    base = estimate_variant(vr, g, Assumptions())
+    res = TuneResult(Source(("p.cu",), "sm_90"), g, Assumptions(), base, [], None, None, {},
+                     [], "in process", {})
+    return report_md(res)
+
+
+def _original_section(md: str) -> list[str]:
+    """The 'Bound:' line and the kernel rows of the report's original-program section."""
+    sec = md.split("## Original program")[1].split("\n## ")[0].splitlines()
+    bound = [ln for ln in sec if ln.startswith("Bound: ")]
+    rows = [ln.split(" | ") for ln in sec if ln.startswith("| ") and "---" not in ln][1:]
+    return bound + [r[3] for r in rows]
+
+
 def test_memory_bound_chain_names_dram():
     vr = _original(PROGRAMS / "chain_2m.cu")
     n = 1 << 21
@@ -76,6 +95,9 @@ def test_memory_bound_chain_names_dram():
         est = estimate_program(list(vr.counts), gpu(g))
         assert [e.bound for e in est.launches] == ["dram"] * 4, g
         assert all(e.explain().startswith("DRAM-bound") for e in est.launches)
+    bound, *kernels = _original_section(_report(vr))
+    assert bound == "Bound: DRAM bandwidth bounds 4 of 4 launches (100% of the estimated time)."
+    assert kernels == ["DRAM bandwidth"] * 4
 
 
 def test_tiled_matmul_names_issue_or_compute():
@@ -86,6 +108,10 @@ def test_tiled_matmul_names_issue_or_compute():
     assert mm.registers and mm.static_smem == 2048  # ptxas: two 16x16 float tiles
     est = estimate_program(list(vr.counts), gpu("H100 SXM"))
     assert est.launches[0].bound in ("issue", "compute")
+    bound, *kernels = _original_section(_report(vr))
+    name = {"issue": "instruction issue", "compute": "compute (FLOPs)"}[est.launches[0].bound]
+    assert bound.startswith(f"Bound: {name} bounds 1 of ")
+    assert kernels[0] == name
 
 
 def test_tiny_kernels_name_launch_overhead():
@@ -93,6 +119,9 @@ def test_tiny_kernels_name_launch_overhead():
     est = estimate_program(list(vr.counts), gpu("H100 SXM"))
     assert [e.bound for e in est.launches] == ["launch"] * 4
     assert all(e.body_bound == "dram" for e in est.launches)
+    bound, *kernels = _original_section(_report(vr))
+    assert bound == "Bound: launch overhead bounds 4 of 4 launches (100% of the estimated time)."
+    assert kernels == ["launch overhead"] * 4
     # footprints are exact here (traced): scale reads x and writes y, 16 KiB each
     assert vr.counts[0].footprint == 2 * 16384 and vr.counts[0].footprint_exact
 
