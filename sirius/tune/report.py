@@ -1,6 +1,7 @@
 """What `sirius tune -o DIR` writes: tune.json (every variant, its choices, estimate with
-terms, verified or not), report.md, a self-contained report.html (plots as data URIs), and the
-chosen program in DIR/chosen/ as `sirius fuse` writes it."""
+terms, verified or not), report.md, a self-contained report.html (plots as data URIs, the UAR
+as a picture for small programs), uar.dot (its Graphviz text), and the chosen program in
+DIR/chosen/ as `sirius fuse` writes it."""
 
 from __future__ import annotations
 
@@ -179,7 +180,8 @@ def _img(png: bytes, alt: str) -> str:
     return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></p>'
 
 
-def report_html(result: TuneResult) -> str:
+def report_html(result: TuneResult, pic=None) -> str:
+    """The self-contained HTML report; `pic` is the UAR picture if already drawn."""
     from sirius.tune import plots
 
     e = html.escape
@@ -205,6 +207,14 @@ def report_html(result: TuneResult) -> str:
     parts.append("<h2>Variants (estimates)</h2><table><tr><th>variant</th><th>launches run</th>"
                  "<th>estimated time</th><th>terms</th><th>verification</th></tr>"
                  f"{rows}</table>")
+    pic = pic or uar_picture(result)
+    if pic is not None:
+        parts.append("<h2>The program's UAR</h2><p>Statements (launches as boxes) and their "
+                     "dependences, coloured by width (green THREAD, blue dashed BLOCK, red "
+                     "bold GLOBAL, grey dotted control); the launches each fused kernel of the "
+                     f"chosen variant took are framed together. {e(pic.how)}.</p>")
+        if pic.png is not None:
+            parts.append(_img(pic.png, "the UAR with the chosen variant's fused kernels"))
     parts.append(_img(plots.roofline(result), "per-kernel roofline before and after fusion"))
     parts.append(_img(plots.before_after(result), "launches, instructions, bytes"))
     for title, v in (("Original program", result.baseline), ("Chosen program", result.chosen)):
@@ -230,6 +240,16 @@ def report_html(result: TuneResult) -> str:
     return "\n".join(parts) + "\n"
 
 
+def uar_picture(result: TuneResult):
+    """The UAR picture (uarplot.Picture) of the chosen variant's plan, None without a UAR."""
+    from sirius.tune.uarplot import picture
+
+    if result.uar is None:
+        return None
+    fused = result.chosen.result.fused if result.chosen is not None else ()
+    return picture(result.uar, fused)
+
+
 def write_outputs(result: TuneResult, out: Path) -> list[Path]:
     """tune.json, report.md, report.html and chosen/ (fused.ll, fused.ptx, plan.json,
     report.md) in `out` (created)."""
@@ -237,8 +257,12 @@ def write_outputs(result: TuneResult, out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, text in (("tune.json", json.dumps(tune_json(result), indent=1) + "\n"),
-                       ("report.md", report_md(result)), ("report.html", report_html(result))):
+    pic = uar_picture(result)
+    files = [("tune.json", json.dumps(tune_json(result), indent=1) + "\n"),
+             ("report.md", report_md(result)), ("report.html", report_html(result, pic))]
+    if pic is not None and pic.dot:
+        files.append(("uar.dot", pic.dot))
+    for name, text in files:
         p = out / name
         p.write_text(text)
         paths.append(p)

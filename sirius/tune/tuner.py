@@ -58,6 +58,7 @@ class TuneResult:
     notes: list[str]
     ran_on: str
     seconds: dict[str, float]
+    uar: object | None = None  # the UAR the chosen variant was planned on (for the picture)
 
     def default(self) -> Variant | None:
         """The variant `sirius fuse` builds with its defaults (auto, storage split)."""
@@ -150,8 +151,9 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
         elif not ok:
             notes.append(f"variant {v.label} failed verification and is not chosen: {note}")
     secs["verify"] = time.perf_counter() - t
+    uar = variants.plan_for(src, chosen.result.split_storage if chosen else True, "auto").uar
     return TuneResult(src, gpu, assumptions, baseline, whole, chosen, chosen_fuse, choices,
-                      notes, ran_on, secs)
+                      notes, ran_on, secs, uar)
 
 
 def _verify(src: Source, v: Variant):

@@ -47,7 +47,8 @@ def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys):
     assert doc["speedup_estimate"]["over_original"] > 2
     html = (out / "report.html").read_text()
     pngs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    assert len(pngs) == 3
+    assert len(pngs) == 4  # variant times, the UAR, roofline, before/after
+    assert "The program's UAR" in html and (out / "uar.dot").read_text().count(" -> ") >= 4
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert "ESTIMATE" in html and "http" not in html.split("<body>")[0]
     md = (out / "report.md").read_text()
