@@ -27,6 +27,7 @@ from sirius.fusion.driver import (
     plan_fusion,
 )
 from sirius.fusion.plan.planner import Options
+from sirius.postopt import ModulePass
 
 Progress = Callable[[str], None]
 
@@ -37,9 +38,10 @@ def _quiet(_: str) -> None:
 
 def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: str = "main",
          flags: Sequence[str] = (), use_cache: bool = True,
-         progress: Progress = _quiet) -> FuseResult:
+         progress: Progress = _quiet, passes: Sequence[ModulePass] | None = None) -> FuseResult:
     """Compile, analyse and fuse a whole CUDA program; the result carries the original, the
-    plan, the fused host program, the fused device module and its PTX."""
+    plan, the fused host program, the fused device module and its PTX. `passes`: the
+    post-fusion pipeline (default `sirius.postopt.DEFAULT_PASSES`; `()` runs none)."""
     options = options or Options()
     paths = tuple(Path(f) for f in files)
     t0 = time.perf_counter()
@@ -53,7 +55,8 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
     analysed = kernel_summaries_and_uar(original)                # kernel summaries -> UAR
     analysis_seconds = time.perf_counter() - t0
     plan = plan_fusion(analysed, options, progress)              # fusion plan
-    result = generate(plan, paths, progress)  # fused kernels -> post-fusion passes -> backend
+    result = generate(plan, paths, progress, passes)  # fused kernels -> post-fusion passes
+    #                                                    -> backend
     result.seconds["analysis"] = analysis_seconds
     return result
 

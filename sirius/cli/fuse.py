@@ -25,12 +25,25 @@ def _options(args: argparse.Namespace) -> Options:
                    split_storage=not args.no_split_storage, wavefront=not args.no_wavefront)
 
 
+def post_passes(args: argparse.Namespace):
+    """The post-fusion pipeline: `-p PIPELINE`, none with `--no-postopt`, else None (the
+    default list)."""
+    from sirius.postopt import parse_pipeline
+
+    if args.no_postopt and args.passes is not None:
+        raise SiriusError("--no-postopt and -p/--passes contradict each other: give one")
+    if args.no_postopt:
+        return ()
+    return None if args.passes is None else parse_pipeline(args.passes)
+
+
 def fuse_from_args(args: argparse.Namespace, say):
     from sirius.pipeline import fuse
 
     flags = clang_flags(args)
+    passes = post_passes(args)  # a bad pipeline fails before any work
     return fuse([Path(f) for f in args.files], _options(args), entry=args.entry, flags=flags,
-                use_cache=not args.no_cache, progress=say)
+                use_cache=not args.no_cache, progress=say, passes=passes)
 
 
 def summary(res) -> str:
@@ -187,6 +200,13 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
                          "splitting)")
     sp.add_argument("--no-wavefront", action="store_true",
                     help="do not skew host loop nests into wavefronts")
+    sp.add_argument("-p", "--passes", metavar="PIPELINE",
+                    help="the post-fusion passes, as `sirius opt -p` takes them (e.g. "
+                         "'host-constants,llvm-opt{level=3,rounds=2}'; `sirius opt "
+                         "--list-passes`); default: the default list")
+    sp.add_argument("--no-postopt", action="store_true",
+                    help="run no post-fusion pass (not even LLVM's pipeline): the fused "
+                         "module as code generation assembles it")
 
 
 def register(sub) -> None:

@@ -41,7 +41,8 @@ def _cmd_opt(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as e:
             raise SiriusError(f"{path}: cannot read it as LLVM IR text: {e}") from e
         source = str(path)
-    ctx = PassContext(arch=args.arch or PassContext.arch_of(text), source=source)
+    ctx = PassContext(arch=args.arch or PassContext.arch_of(text), source=source,
+                      host_program=_host(args.host))
     result = run_pipeline(text, passes, ctx, verify_each=args.verify_each,
                           print_after=tuple(args.print_after))
     if args.output:
@@ -66,6 +67,20 @@ def _cmd_opt(args: argparse.Namespace) -> int:
     if args.output and not args.quiet and not args.json:
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _host(path: str | None):
+    """The host program of `--host FILE` (a sirius-host JSON document, as `sirius bench
+    --prepare` writes host programs), for passes that need one; None without the option."""
+    if path is None:
+        return None
+    from sirius.runtime.gpu.carry import host_from_json
+
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise SiriusError(f"--host {path}: cannot read it as JSON: {e}") from e
+    return host_from_json(doc, f"--host {path}")
 
 
 def _list_passes(as_json: bool) -> int:
@@ -101,6 +116,9 @@ def register(sub) -> None:
     op.add_argument("--verify-each", action="store_true",
                     help="also parse and verify the printed text after every pass in a fresh "
                     "LLVM context (the verifier runs after every pass in any case)")
+    op.add_argument("--host", metavar="HOST.json",
+                    help="the host program the module runs under (a sirius-host JSON "
+                    "document), for passes that need it (host-constants)")
     op.add_argument("--timings", action="store_true", help="print each pass's time to stderr")
     op.add_argument("--list-passes", action="store_true", help="list the passes and options")
     op.add_argument("--json", action="store_true",

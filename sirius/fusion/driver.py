@@ -33,6 +33,14 @@ from sirius.fusion.spec import (
     FusedModule,
     Member,
 )
+from sirius.postopt import (
+    DEFAULT_PASSES,
+    ModulePass,
+    PassContext,
+    PassError,
+    PassStep,
+    run_pipeline,
+)
 
 Progress = Callable[[str], None]
 
@@ -76,6 +84,8 @@ class FuseResult:
     ptx: str = ""
     resources: dict[str, KernelResources] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    passes: tuple[ModulePass, ...] = DEFAULT_PASSES  # the post-fusion pipeline
+    postopt: tuple[PassStep, ...] = ()  # what each of its passes did (last round)
 
     @property
     def kernels(self) -> tuple[KernelInfo, ...]:
@@ -161,13 +171,16 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
     return Plan(a, options, host, uar, regions, storage, wave, secs)
 
 
-def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop) -> FuseResult:
-    """Fused kernels on LLVM IR, post-fusion passes, PTX and ptxas; a fused kernel that cannot be
-    generated or breaks a resource limit is undone and the module built again."""
+def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
+             passes: Sequence[ModulePass] | None = None) -> FuseResult:
+    """Fused kernels on LLVM IR, post-fusion passes (`passes`, default DEFAULT_PASSES; `()`:
+    none), PTX and ptxas; a fused kernel that cannot be generated or breaks a resource limit is
+    undone and the module built again."""
     original = plan.analysed.original
     result = FuseResult(tuple(paths), plan.options, original, plan.host, plan.uar, plan.host,
                         original.program.device_ir, plan.regions, [], [], plan.storage,
-                        plan.wavefront, seconds=dict(plan.seconds))
+                        plan.wavefront, seconds=dict(plan.seconds),
+                        passes=DEFAULT_PASSES if passes is None else tuple(passes))
     _generate(result, original.kernels, progress)
     return result
 
@@ -193,7 +206,11 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
     for attempt in range(6):
         progress(f"generating fused kernels (round {attempt + 1})")
         built = _build_all(res, state, infos)
-        text = built.module_text or res.original.program.device_ir
+        host = _rewrite_host(res.analysed, res.regions, built.group_launches)
+        text = res.original.program.device_ir
+        steps: tuple[PassStep, ...] = ()
+        if built.module_text is not None:
+            text, host, steps = _postopt(res, built.module_text, host, progress)
         progress(f"PTX and ptxas for {res.options.arch}")
         ptx, report = compile_ir(text, res.options.arch)
         bad = []
@@ -217,8 +234,24 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
     res.ptx = ptx.text
     res.resources = dict(report.kernels)
     res.fused = built.records
-    res.host = _rewrite_host(res.analysed, res.regions, built.group_launches)
+    res.host = host
+    res.postopt = steps
     res.seconds["codegen"] = time.perf_counter() - t
+
+
+def _postopt(res: FuseResult, text: str, host: HostProgram, progress: Progress
+             ) -> tuple[str, HostProgram, tuple[PassStep, ...]]:
+    """The post-fusion passes on the whole fused module, with the fused host program and the
+    UAR as their context; a pass may rewrite the host program too (kernel clones)."""
+    if res.passes:
+        progress("post-fusion passes: " + ",".join(p.name for p in res.passes))
+    ctx = PassContext(arch=res.options.arch, host_program=host, uar=res.uar,
+                      source="<fused module>")
+    try:
+        r = run_pipeline(text, res.passes, ctx)
+    except PassError as e:
+        raise CodegenError(f"fused module: {e.message}") from e
+    return r.text, r.host_program or host, r.steps
 
 
 def _threads(k: FusedKernel | None) -> int | None:
@@ -295,8 +328,8 @@ def _build_specs(specs: list[FusedKernelSpec], ir: str
     """Build every spec; a spec the generator refuses is dropped (with its reason)."""
     if not specs:
         return None, []
-    try:
-        return build(ir, specs), []
+    try:  # the post-fusion passes run once, on the whole module (_postopt)
+        return build(ir, specs, passes=()), []
     except CodegenError:
         pass
     good, bad = [], []
@@ -306,7 +339,7 @@ def _build_specs(specs: list[FusedKernelSpec], ir: str
             good.append(s)
         except CodegenError as e:
             bad.append((s, str(e)))
-    return (build(ir, good) if good else None), bad
+    return (build(ir, good, passes=()) if good else None), bad
 
 
 @dataclass

@@ -42,6 +42,8 @@ def plan_json(res: FuseResult, verification: dict | None = None) -> dict:
         "wavefront": _wave_json(res),
         "not_fused": not_fused(res),
         "undone": list(res.undone),
+        "postopt": {"pipeline": ",".join(str(p) for p in res.passes),
+                    "passes": [st.to_json() for st in res.postopt]},
         "verification": verification or NOT_VERIFIED,
     }
 
@@ -129,8 +131,10 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
              f"- launches: {res.launches_before} before, {res.launches_after} after "
              "(dynamic count; constant host loops unrolled in the count)",
              f"- fused kernels: {len(res.fused)}",
+             f"- post-fusion passes: {postopt_line(res)}",
              f"- verification: {verification_line(verification or NOT_VERIFIED)}", ""]
     plain = {k.mangled: k.name for k in res.original.kernels}
+    lines += counters_md((verification or NOT_VERIFIED).get("counters"))
     lines += _before_after(res, plain)
     lines += ["## Fused kernels", ""]
     if not res.fused:
@@ -188,6 +192,28 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
                          f"{r.spill_stores + r.spill_loads} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def postopt_line(res: FuseResult) -> str:
+    if not res.passes:
+        return "none (--no-postopt)"
+    if not res.postopt:
+        return ",".join(str(p) for p in res.passes) + " (not run: nothing fused)"
+    return ", ".join(f"{st.pass_text} ({st.seconds:.2f} s{'' if st.changed else ', no change'})"
+                     for st in res.postopt)
+
+
+def counters_md(c: dict | None) -> list[str]:
+    """The executor's counts summed over the verification's runs (original: the reference
+    run; fused: its first run), with fused / original."""
+    out = ["## Executor counts (CPU executor, whole run)", ""]
+    if not c or not c.get("original") or not c.get("fused"):
+        return out + ["Not measured: no verification ran (or every fused run faulted).", ""]
+    out += ["| counter | original | fused | fused / original |", "|---|---|---|---|"]
+    for k, o in c["original"].items():
+        r = (c.get("ratio") or {}).get(k)
+        out.append(f"| {k} | {o} | {c['fused'][k]} | {'-' if r is None else f'{r:.3f}'} |")
+    return out + [""]
 
 
 def _before_after(res: FuseResult, plain: dict[str, str]) -> list[str]:

@@ -16,6 +16,7 @@ owns it. The post-fusion optimizations of issue 14 go into it, before the final 
 from __future__ import annotations
 
 from sirius.postopt.base import (
+    HostRewrite,
     IRError,
     ModulePass,
     PassContext,
@@ -30,9 +31,9 @@ from sirius.postopt.parse import PipelineError, format_pipeline, parse_pipeline
 from sirius.postopt.registry import PASSES, describe
 
 __all__ = [
-    "DEFAULT_PASSES", "PASSES", "IRError", "LlvmOpt", "ModulePass", "PassContext", "PassError",
-    "PassInput", "PassStep", "PipelineError", "PipelineResult", "default_passes", "describe",
-    "format_pipeline", "parse_ir", "parse_pipeline", "run_pipeline", "verify_ir",
+    "DEFAULT_PASSES", "PASSES", "HostRewrite", "IRError", "LlvmOpt", "ModulePass", "PassContext",
+    "PassError", "PassInput", "PassStep", "PipelineError", "PipelineResult", "default_passes",
+    "describe", "format_pipeline", "parse_ir", "parse_pipeline", "run_pipeline", "verify_ir",
 ]
 
 DEFAULT_PASSES: tuple[ModulePass, ...] = (

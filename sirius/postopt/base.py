@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from sirius.analysis.host.model import HostProgram
     from sirius.analysis.uar.build import UAR
 
-__all__ = ["IRError", "ModulePass", "PassContext", "PassError", "PassInput", "parse_ir",
-           "spell", "verify_ir"]
+__all__ = ["HostRewrite", "IRError", "ModulePass", "PassContext", "PassError", "PassInput",
+           "parse_ir", "spell", "verify_ir"]
 
 
 class PassError(SiriusError):
@@ -73,6 +73,17 @@ class PassContext:
         return m.group(1) if m else default
 
 
+@dataclass(frozen=True, slots=True)
+class HostRewrite:
+    """What a pass returns when it changes the host program as well as the module (a kernel
+    specialised per launch: the launches then name the clones). The pass manager hands
+    `host_program` to the passes after it (`ctx.host_program`) and returns it with the module
+    (`PipelineResult.host_program`)."""
+
+    module: str | llvm.ModuleRef
+    host_program: HostProgram
+
+
 class PassInput:
     """The module a pass runs on: `text`, and its parsed form. `parse()` hands the pass a
     `ModuleRef` it owns and may change: the one the pass manager already parsed and verified
@@ -102,8 +113,10 @@ class ModulePass(ABC):
     requires: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
-    def run(self, module: PassInput, ctx: PassContext) -> str | llvm.ModuleRef:
-        """The module after the pass: IR text, or the ModuleRef from `module.parse()`."""
+    def run(self, module: PassInput, ctx: PassContext
+            ) -> str | llvm.ModuleRef | HostRewrite:
+        """The module after the pass: IR text, or the ModuleRef from `module.parse()`; wrapped
+        in a HostRewrite with the new host program when the pass changes that too."""
 
     def options(self) -> dict[str, object]:
         return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]

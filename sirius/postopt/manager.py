@@ -18,12 +18,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import TextIO
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TextIO
 
 import llvmlite.binding as llvm
 
 from sirius.postopt.base import (
+    HostRewrite,
     ModulePass,
     PassContext,
     PassError,
@@ -31,6 +32,9 @@ from sirius.postopt.base import (
     parse_ir,
     verify_ir,
 )
+
+if TYPE_CHECKING:
+    from sirius.analysis.host.model import HostProgram
 
 __all__ = ["PassStep", "PipelineResult", "run_pipeline"]
 
@@ -54,8 +58,12 @@ class PassStep:
 
 @dataclass(frozen=True, slots=True)
 class PipelineResult:
+    """The module after the last pass, each pass's step, and the host program as the passes
+    left it (the context's own when no pass rewrote it; None without one)."""
+
     text: str
     steps: tuple[PassStep, ...]
+    host_program: HostProgram | None = None
 
 
 def run_pipeline(ir_text: str, passes: Sequence[ModulePass], ctx: PassContext | None = None,
@@ -76,6 +84,9 @@ def run_pipeline(ir_text: str, passes: Sequence[ModulePass], ctx: PassContext | 
         out = p.run(module, ctx)
         t1 = time.perf_counter()
         what = f"the module after {p}"
+        if isinstance(out, HostRewrite):
+            ctx = replace(ctx, host_program=out.host_program)
+            out = out.module
         if isinstance(out, llvm.ModuleRef):
             verify_ir(out, what, ctx.source)
             text, ref = str(out), out
@@ -92,7 +103,7 @@ def run_pipeline(ir_text: str, passes: Sequence[ModulePass], ctx: PassContext | 
             print(f"; *** IR Dump After {p} ({t1 - t0:.3f} s) ***\n{text.rstrip()}\n",
                   file=dump or sys.stderr)
         module = PassInput(text, ref)
-    return PipelineResult(module.text, tuple(steps))
+    return PipelineResult(module.text, tuple(steps), ctx.host_program)
 
 
 def _check_requirements(passes: Sequence[ModulePass], ctx: PassContext) -> None:

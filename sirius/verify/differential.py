@@ -23,6 +23,7 @@ import numpy as np
 from sirius.analysis.host.model import Copy, DevRef, HostProgram, Loop, Rotating
 from sirius.diagnostics import SiriusError
 from sirius.verify.compare import TOLERANCES, Comparison, compare, tol_text, tolerance_text
+from sirius.verify.counters import Counters
 from sirius.verify.result import OrderDependence, VerifyReport, VerifyRow
 
 __all__ = ["ORDERS", "TOLERANCES", "Comparison", "OrderDependence", "VerifyReport", "VerifyRow",
@@ -134,6 +135,7 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     rows: list[VerifyRow] = []
     faults: list[tuple[str, str]] = []
     launches: list[tuple[str, int]] = []
+    fused_counts: Counters | None = None  # the first completed fused run's
     for order in orders:
         checked = ", bounds checked" if check_bounds else ""
         say(f"running the fused program ({order} order{checked})")
@@ -148,6 +150,8 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
                                       False, tol_text(want, exact), False, "the run faulted"))
             continue
         launches.append((order, len(got.launches)))
+        if fused_counts is None:
+            fused_counts = Counters.of(got.launches)
         for name, want in _wanted(ref, names):
             same_order = name in dependent
             if same_order:
@@ -160,7 +164,7 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     return VerifyReport(tuple(rows), tuple(faults), seed, tuple(orders), exact, check_bounds,
                         tuple(names), rule, len(ref.launches), tuple(launches),
                         time.perf_counter() - t0, tuple(original_orders),
-                        tuple(dependent.values()))
+                        tuple(dependent.values()), Counters.of(ref.launches), fused_counts)
 
 
 def _row(order: str, name: str, want: np.ndarray, have: np.ndarray | None, exact: bool,

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from sirius.verify.compare import tolerance_text
+from sirius.verify.counters import Counters, ratios
 
 # verdict -> exit status of `sirius verify` (docs/verify.md#exit-status)
 OK, MISMATCH, ORDER_DEPENDENT = "ok", "mismatch", "original-order-dependent"
@@ -95,6 +96,17 @@ class VerifyReport:
     seconds: float
     original_orders: tuple[str, ...] = ("forward", "reverse")
     order_dependent: tuple[OrderDependence, ...] = ()
+    # the executor's counts summed over a run: the reference run of the original, and the
+    # first fused run that completed (None when every fused run faulted)
+    original_counters: Counters | None = None
+    fused_counters: Counters | None = None
+
+    def counters(self) -> dict:
+        """`{"original": {...}, "fused": {...}, "ratio": {...}}` (fused / original); a side
+        that did not run is None."""
+        o = self.original_counters.to_json() if self.original_counters else None
+        f = self.fused_counters.to_json() if self.fused_counters else None
+        return {"original": o, "fused": f, "ratio": ratios(o, f) if o and f else None}
 
     @property
     def status(self) -> str:
@@ -128,7 +140,8 @@ class VerifyReport:
             "fused_launches": dict(self.fused_launches),
             "order_dependent": [d.to_json() for d in self.order_dependent],
             "faults": [{"order": o, "message": m} for o, m in self.faults],
-            "rows": [r.to_json() for r in self.rows], "seconds": round(self.seconds, 3),
+            "rows": [r.to_json() for r in self.rows], "counters": self.counters(),
+            "seconds": round(self.seconds, 3),
         }
 
     def brief(self) -> dict:
@@ -141,7 +154,7 @@ class VerifyReport:
             "order_dependent": [d.buffer for d in self.order_dependent],
             "failed": [r.mismatch_line() for r in self.failed()],
             "faults": [f"{o}: {m}" for o, m in self.faults],
-            "seconds": round(self.seconds, 3),
+            "counters": self.counters(), "seconds": round(self.seconds, 3),
         }
 
     def verdict(self) -> str:
@@ -196,6 +209,12 @@ class VerifyReport:
         if self.order_dependent:
             lines.append("  those buffers are compared with the original run in the same order; "
                          "a difference there is 'unchecked', not blamed on the fusion")
+        c = self.counters()
+        if c["ratio"]:
+            lines.append("executor counts, original -> fused: " + ", ".join(
+                f"{k.replace('_', ' ')} {c['original'][k]} -> {c['fused'][k]}"
+                + (f" ({r:.3g}x)" if (r := c["ratio"][k]) is not None else "")
+                for k in c["original"]))
         lines += [f"fault ({o}): {m}" for o, m in self.faults]
         lines += [f"mismatch: {r.mismatch_line()}" for r in self.failed()]
         lines.append(self.verdict())

@@ -59,14 +59,17 @@ from sirius.diagnostics import SiriusError
 from sirius.fusion.codegen.assemble import Assembler
 from sirius.fusion.codegen.fragment import make_fragments
 from sirius.fusion.spec import CodegenError, FusedKernelSpec, FusedModule
-from sirius.postopt import PassContext, PassError, default_passes, run_pipeline
+from sirius.postopt import ModulePass, PassContext, PassError, default_passes, run_pipeline
 
 __all__ = ["CodegenError", "FuseKernels", "build", "main"]
 
 
 # entry point ------------------------------------------------------------------------------------
-def build(device_ir: str, specs: Sequence[FusedKernelSpec], *, opt_level: int = 3) -> FusedModule:
-    """The device module `device_ir` plus one kernel per spec, optimized and verified."""
+def build(device_ir: str, specs: Sequence[FusedKernelSpec], *, opt_level: int = 3,
+          passes: Sequence[ModulePass] | None = None) -> FusedModule:
+    """The device module `device_ir` plus one kernel per spec, optimized and verified.
+    `passes`: the post-fusion passes to run (default `default_passes(opt_level)`; `()` leaves
+    the assembled module as it is, for a caller that runs the passes itself)."""
     base = _parse(device_ir, "input module")
     view = build_view(base)
     _check_names(view, specs)
@@ -88,8 +91,8 @@ def build(device_ir: str, specs: Sequence[FusedKernelSpec], *, opt_level: int = 
     # The post-fusion passes (sirius.postopt; at level 3 DEFAULT_PASSES: LLVM's O3 pipeline,
     # twice), verified after each; `mod` is handed over, not parsed again.
     try:
-        text = run_pipeline(text_c, default_passes(opt_level), PassContext(arch=arch),
-                            parsed=mod).text
+        todo = default_passes(opt_level) if passes is None else tuple(passes)
+        text = run_pipeline(text_c, todo, PassContext(arch=arch), parsed=mod).text
     except PassError as e:
         raise CodegenError(f"fused module: {e.message}") from e
     return FusedModule(text, tuple(kernels), text_c)

@@ -1,0 +1,213 @@
+"""`host-constants{max-clones=8}`: host -> kernel constant propagation (the SIRIUS paper, 5.2).
+
+The host model knows every launch's arguments and dimensions. A scalar argument (integer,
+float, double, or a null pointer) that has the same constant value in every launch of a kernel,
+and a launch dimension (`blockDim`, `gridDim`) that is the same constant in all of them, become
+constants in that kernel: the kernel is renamed `K.sirius.body` (internal, always inlined), its
+reads of `llvm.nvvm.read.ptx.sreg.ntid/nctaid` with a known value are replaced by the value,
+and a new kernel `K` with the old signature calls it with the constants in place of those
+parameters. `llvm-opt` after it inlines the body and folds the index arithmetic (`i < n` with
+`n` known, `blockIdx.x * blockDim.x` a multiply by a constant).
+
+Launches of one kernel that pass different constants get a clone each (`K`, `K.sirius.hc1`,
+...; the first keeps the name, the host program's later launches are renamed), up to
+`max_clones` clones; beyond that only what all launches agree on is propagated.
+
+Left alone: a kernel that no launch names, one whose arguments do not match its parameters one
+to one, one with byval/byref/sret/inalloca parameters, a noinline/optnone kernel, values that
+depend on a host loop variable, and half/bfloat or vector scalars.
+Requires the fused host program (`sirius fuse`); on a bare file (`sirius opt`) it is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from sirius.analysis.expr import Expr
+from sirius.analysis.host.model import Launch, Loop, NullArg, Op, ScalarArg
+from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassInput
+from sirius.postopt.kernel_text import KernelText, kernels_of
+
+__all__ = ["HostConstants", "scalar_constant"]
+
+CLONE = ".sirius.hc"
+_DIMS = ("ntid", "nctaid")  # blockDim, gridDim
+_SREG = re.compile(r"^(\s*%[-\w.$]+ = )(?:tail |notail )?call\b[^@]*\bi32 "
+                   r"@llvm\.nvvm\.read\.ptx\.sreg\.(ntid|nctaid)\.([xyz])\(\).*$")
+_REFUSED_ATTRS = re.compile(r"\b(byval|byref|sret|inalloca|preallocated)\b")
+
+
+def _const(e: Expr | float | int) -> int | float | None:
+    if isinstance(e, Expr):
+        return e.const if e.is_const else None
+    return e
+
+
+def _float_text(v: float, single: bool) -> str:
+    if single:  # an LLVM float literal is the double of the exactly representable float
+        v = struct.unpack("<f", struct.pack("<f", v))[0]
+    return f"0x{struct.unpack('<Q', struct.pack('<d', v))[0]:016X}"
+
+
+def scalar_constant(arg: object, ir_type: str) -> str | None:
+    """The IR constant (`i32 5`, `float 0x3FE0000000000000`, `ptr null`) an argument passes to
+    a parameter of `ir_type`, or None when it is not a constant the pass propagates."""
+    if isinstance(arg, NullArg):
+        return f"{ir_type} null" if ir_type.startswith("ptr") else None
+    if not isinstance(arg, ScalarArg) or arg.type != ir_type:
+        return None
+    v = _const(arg.value)
+    if v is None:
+        return None
+    m = re.fullmatch(r"i(\d+)", ir_type)
+    if m:
+        if not float(v).is_integer():
+            return None
+        bits = int(m.group(1))
+        x = int(v) & ((1 << bits) - 1)
+        if bits > 1 and x >= 1 << (bits - 1):
+            x -= 1 << bits
+        return f"{ir_type} {x}"
+    if ir_type in ("float", "double"):
+        return f"{ir_type} {_float_text(float(v), ir_type == 'float')}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Config:
+    """What one clone knows: per parameter the IR constant or None; per dimension likewise."""
+
+    args: tuple[str | None, ...]
+    dims: tuple[int | None, ...]  # ntid x y z, nctaid x y z
+
+    def known(self) -> bool:
+        return any(a is not None for a in self.args) or any(d is not None for d in self.dims)
+
+
+def _common(configs: Sequence[_Config]) -> _Config:
+    def agree(vals):
+        return vals[0] if all(v == vals[0] for v in vals) else None
+
+    n = len(configs[0].args)
+    return _Config(tuple(agree([c.args[i] for c in configs]) for i in range(n)),
+                   tuple(agree([c.dims[i] for c in configs]) for i in range(6)))
+
+
+def _launch_config(op: Launch, k: KernelText) -> _Config:
+    args = tuple(scalar_constant(a, p.type) for a, p in zip(op.args, k.params, strict=True))
+    dims = tuple(_const(e) for e in (*op.block, *op.grid))
+    return _Config(args, tuple(int(d) if d is not None else None for d in dims))
+
+
+@dataclass(frozen=True, slots=True)
+class HostConstants(ModulePass):
+    """Constant scalar arguments and launch dimensions from the host become kernel constants."""
+
+    name: ClassVar[str] = "host-constants"
+    requires: ClassVar[tuple[str, ...]] = ("host_program",)
+    max_clones: int = 8
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_clones <= 64:
+            raise ValueError(f"max_clones must be between 1 and 64, not {self.max_clones}")
+
+    def run(self, module: PassInput, ctx: PassContext) -> str | HostRewrite:
+        host = ctx.host_program
+        assert host is not None  # `requires` makes the pass manager check it
+        lines = module.text.splitlines()
+        kernels = kernels_of(lines)
+        launches: dict[str, list[Launch]] = {}
+        for op in host.launches():
+            launches.setdefault(op.mangled, []).append(op)
+        groups = _attr_groups(lines)
+        renames: dict[int, str] = {}  # id(Launch) -> clone name
+        replaced: dict[str, list[str]] = {}  # kernel -> its new text
+        for name, k in kernels.items():
+            ops = launches.get(name)
+            if not ops or not _eligible(k, ops, groups):
+                continue
+            configs = [_launch_config(op, k) for op in ops]
+            distinct = list(dict.fromkeys(configs))
+            if len(distinct) > self.max_clones:
+                distinct = [_common(distinct)]
+                picked = [distinct[0]] * len(ops)
+            else:
+                picked = configs
+            if not any(c.known() for c in distinct):
+                continue
+            dims = _common(distinct).dims  # the body is shared: dimensions all launches agree on
+            text = [_body(lines, k, dims)]
+            for i, c in enumerate(distinct):
+                clone = name if i == 0 else f"{name}{CLONE}{i}"
+                args = [c.args[j] or f"{p.type} %a{j}" for j, p in enumerate(k.params)]
+                text.append("\n".join(k.wrapper(clone, args)))
+            for op, c in zip(ops, picked, strict=True):
+                i = distinct.index(c)
+                if i:
+                    renames[id(op)] = f"{name}{CLONE}{i}"
+            replaced[name] = text
+        if not replaced:
+            return module.text
+        out: list[str] = []
+        by_start = {k.start: k for n, k in kernels.items() if n in replaced}
+        i = 0
+        while i < len(lines):
+            k = by_start.get(i)
+            if k is None:
+                out.append(lines[i])
+                i += 1
+                continue
+            out.extend(replaced[k.name])
+            i = k.end + 1
+        text = "\n".join(out) + "\n"
+        if not renames:
+            return text
+        return HostRewrite(text, replace(host, ops=_rename(host.ops, renames)))
+
+
+def _attr_groups(lines: list[str]) -> dict[str, str]:
+    out = {}
+    for line in lines:
+        m = re.match(r"attributes (#\d+) = \{(.*)\}", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def _eligible(k: KernelText, ops: list[Launch], groups: dict[str, str]) -> bool:
+    if any(len(op.args) != len(k.params) for op in ops):
+        return False
+    if any(_REFUSED_ATTRS.search(p.attrs) for p in k.params):
+        return False
+    attrs = k.tail + " " + groups.get(k.attr_group, "")
+    return not re.search(r"\b(noinline|optnone)\b", attrs)
+
+
+def _body(lines: list[str], k: KernelText, dims: tuple[int | None, ...]) -> str:
+    """The kernel's definition as its internal body, with known dimensions read as constants."""
+    out = [k.body_define()]
+    for line in lines[k.start + 1:k.end + 1]:
+        m = _SREG.match(line)
+        if m:
+            v = dims[_DIMS.index(m.group(2)) * 3 + "xyz".index(m.group(3))]
+            if v is not None:
+                line = f"{m.group(1)}add i32 {v}, 0"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _rename(ops: tuple[Op, ...], renames: dict[int, str]) -> tuple[Op, ...]:
+    out: list[Op] = []
+    for op in ops:
+        if isinstance(op, Launch) and id(op) in renames:
+            out.append(replace(op, mangled=renames[id(op)]))
+        elif isinstance(op, Loop):
+            out.append(replace(op, body=_rename(op.body, renames)))
+        else:
+            out.append(op)
+    return tuple(out)
+
