@@ -40,7 +40,8 @@ def variant_times(result) -> bytes:
     labels = [("* " if v is result.chosen else "") + v.label for v in rows]
     launch = [v.estimate.terms()["launch"] * 1e6 for v in rows]
     body = [(v.estimate.seconds - v.estimate.terms()["launch"]) * 1e6 for v in rows]
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.2))
+    height = 0.45 * len(rows) + 1.2
+    fig, ax = plt.subplots(figsize=(7.5, height))
     y = range(len(rows))
     ax.barh(y, launch, color="#9aa5b1", label="launch overhead")
     ax.barh(y, body, left=launch, color="#3b7dd8", label="kernel bodies (max of DRAM, FLOPs, "
@@ -53,7 +54,9 @@ def variant_times(result) -> bytes:
     ax.set_title(f"Estimated time per variant on {result.gpu.name} (estimate; * chosen)",
                  fontsize=9)
     ax.set_xlim(0, max(a + b for a, b in zip(launch, body, strict=True)) * 1.18)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
+    # below the x label: about 0.6 inch under the axes, whatever the figure's height
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.6 / (0.77 * height)),
+              ncol=2)
     return _png(fig)
 
 

@@ -193,10 +193,17 @@ def report_html(result: TuneResult, pic=None) -> str:
     sp = speedups(result)
     if result.chosen is not None:
         c = result.chosen
+        over_default = (f" and <b>{sp['over_default_fuse']:.2f}x</b> over <code>sirius fuse"
+                        "</code> defaults" if "over_default_fuse" in sp else "")
         parts.append(f"<p><b>Chosen: {e(c.label)}</b>, estimated {fmt_time(c.seconds)} on "
                      f"{e(g.name)} vs {fmt_time(result.baseline.seconds)} for the original "
-                     f"(<b>{sp['over_original']:.2f}x</b>, estimate); verified on the CPU "
-                     f"executor: {e(c.verify_note)}.</p>")
+                     f"(<b>{sp['over_original']:.2f}x</b>{over_default}, estimates); verified "
+                     f"on the CPU executor: {e(c.verify_note)}.</p>")
+    bounds = [(t, v) for t, v in (("original", result.baseline), ("chosen", result.chosen))
+              if v is not None and v.estimate is not None]
+    if bounds:
+        parts.append("<p>What bounds it (estimate): " + "; ".join(
+            f"<b>{t}</b>: {e(bound_line(v.estimate))}" for t, v in bounds) + ".</p>")
     else:
         parts.append("<p><b>No variant was chosen</b>: none could be built and verified.</p>")
     parts.append(_img(plots.variant_times(result), "estimated time per variant"))
