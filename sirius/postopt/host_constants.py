@@ -14,7 +14,7 @@ Launches of one kernel that pass different constants get a clone each (`K`, `K.s
 `max_clones` clones; beyond that only what all launches agree on is propagated.
 
 Left alone: a kernel that no launch names, one whose arguments do not match its parameters one
-to one, one with byval/byref/sret/inalloca parameters, a noinline/optnone kernel, values that
+to one, one with byval/byref/sret/inalloca parameters, an optnone kernel, values that
 depend on a host loop variable, and half/bfloat or vector scalars.
 Requires the fused host program (`sirius fuse`); on a bare file (`sirius opt`) it is refused.
 """
@@ -124,6 +124,8 @@ class HostConstants(ModulePass):
         for op in host.launches():
             launches.setdefault(op.mangled, []).append(op)
         groups = _attr_groups(lines)
+        inlinable: dict[str, str] = {}  # attribute group -> the same without noinline
+        next_group = max((int(g[1:]) for g in groups), default=-1) + 1
         renames: dict[int, str] = {}  # id(Launch) -> clone name
         replaced: dict[str, list[str]] = {}  # kernel -> its new text
         for name, k in kernels.items():
@@ -140,7 +142,11 @@ class HostConstants(ModulePass):
             if not any(c.known() for c in distinct):
                 continue
             dims = _common(distinct).dims  # the body is shared: dimensions all launches agree on
-            text = [_body(lines, k, dims)]
+            g = k.attr_group
+            if g and re.search(r"\bnoinline\b", groups.get(g, "")) and g not in inlinable:
+                inlinable[g] = f"#{next_group}"
+                next_group += 1
+            text = [_body(lines, k, dims, inlinable)]
             for i, c in enumerate(distinct):
                 clone = name if i == 0 else f"{name}{CLONE}{i}"
                 args = [c.args[j] or f"{p.type} %a{j}" for j, p in enumerate(k.params)]
@@ -163,6 +169,9 @@ class HostConstants(ModulePass):
                 continue
             out.extend(replaced[k.name])
             i = k.end + 1
+        for g, new in inlinable.items():
+            kept = re.sub(r"\bnoinline\b\s*", "", groups[g])
+            out.append(f"attributes {new} = {{ {kept} }}")
         text = "\n".join(out) + "\n"
         if not renames:
             return text
@@ -184,12 +193,17 @@ def _eligible(k: KernelText, ops: list[Launch], groups: dict[str, str]) -> bool:
     if any(_REFUSED_ATTRS.search(p.attrs) for p in k.params):
         return False
     attrs = k.tail + " " + groups.get(k.attr_group, "")
-    return not re.search(r"\b(noinline|optnone)\b", attrs)
+    return not re.search(r"\boptnone\b", attrs)  # noinline: the body's group drops it
 
 
-def _body(lines: list[str], k: KernelText, dims: tuple[int | None, ...]) -> str:
-    """The kernel's definition as its internal body, with known dimensions read as constants."""
-    out = [k.body_define()]
+def _body(lines: list[str], k: KernelText, dims: tuple[int | None, ...],
+          inlinable: dict[str, str]) -> str:
+    """The kernel's definition as its internal body, with known dimensions read as constants
+    (and the attribute group without `noinline`, which clang puts on every kernel)."""
+    head = k.body_define()
+    if k.attr_group in inlinable:
+        head = re.sub(rf"{k.attr_group}\b", inlinable[k.attr_group], head, count=1)
+    out = [re.sub(r"\bnoinline\s+", "", head)]
     for line in lines[k.start + 1:k.end + 1]:
         m = _SREG.match(line)
         if m:
