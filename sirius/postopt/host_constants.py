@@ -30,7 +30,7 @@ from typing import ClassVar
 from sirius.analysis.expr import Expr
 from sirius.analysis.host.model import Launch, Loop, NullArg, Op, ScalarArg
 from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassInput
-from sirius.postopt.kernel_text import KernelText, kernels_of
+from sirius.postopt.kernel_text import BODY_SUFFIX, KernelText, ModuleEdit
 
 __all__ = ["HostConstants", "scalar_constant"]
 
@@ -38,7 +38,6 @@ CLONE = ".sirius.hc"
 _DIMS = ("ntid", "nctaid")  # blockDim, gridDim
 _SREG = re.compile(r"^(\s*%[-\w.$]+ = )(?:tail |notail )?call\b[^@]*\bi32 "
                    r"@llvm\.nvvm\.read\.ptx\.sreg\.(ntid|nctaid)\.([xyz])\(\).*$")
-_REFUSED_ATTRS = re.compile(r"\b(byval|byref|sret|inalloca|preallocated)\b")
 
 
 def _const(e: Expr | float | int) -> int | float | None:
@@ -118,19 +117,15 @@ class HostConstants(ModulePass):
     def run(self, module: PassInput, ctx: PassContext) -> str | HostRewrite:
         host = ctx.host_program
         assert host is not None  # `requires` makes the pass manager check it
-        lines = module.text.splitlines()
-        kernels = kernels_of(lines)
+        edit = ModuleEdit(module.text)
         launches: dict[str, list[Launch]] = {}
         for op in host.launches():
             launches.setdefault(op.mangled, []).append(op)
-        groups = _attr_groups(lines)
-        inlinable: dict[str, str] = {}  # attribute group -> the same without noinline
-        next_group = max((int(g[1:]) for g in groups), default=-1) + 1
         renames: dict[int, str] = {}  # id(Launch) -> clone name
-        replaced: dict[str, list[str]] = {}  # kernel -> its new text
-        for name, k in kernels.items():
+        for name, k in edit.kernels.items():
             ops = launches.get(name)
-            if not ops or not _eligible(k, ops, groups):
+            if not ops or any(len(op.args) != len(k.params) for op in ops) or \
+                    not edit.wrappable(k, BODY_SUFFIX):
                 continue
             configs = [_launch_config(op, k) for op in ops]
             distinct = list(dict.fromkeys(configs))
@@ -142,11 +137,7 @@ class HostConstants(ModulePass):
             if not any(c.known() for c in distinct):
                 continue
             dims = _common(distinct).dims  # the body is shared: dimensions all launches agree on
-            g = k.attr_group
-            if g and re.search(r"\bnoinline\b", groups.get(g, "")) and g not in inlinable:
-                inlinable[g] = f"#{next_group}"
-                next_group += 1
-            text = [_body(lines, k, dims, inlinable)]
+            text = [edit.body(k, BODY_SUFFIX, lambda line, d=dims: _dims_known(line, d))]
             for i, c in enumerate(distinct):
                 clone = name if i == 0 else f"{name}{CLONE}{i}"
                 args = [c.args[j] or f"{p.type} %a{j}" for j, p in enumerate(k.params)]
@@ -155,63 +146,22 @@ class HostConstants(ModulePass):
                 i = distinct.index(c)
                 if i:
                     renames[id(op)] = f"{name}{CLONE}{i}"
-            replaced[name] = text
-        if not replaced:
+            edit.replace(name, text)
+        if not edit.changed():
             return module.text
-        out: list[str] = []
-        by_start = {k.start: k for n, k in kernels.items() if n in replaced}
-        i = 0
-        while i < len(lines):
-            k = by_start.get(i)
-            if k is None:
-                out.append(lines[i])
-                i += 1
-                continue
-            out.extend(replaced[k.name])
-            i = k.end + 1
-        for g, new in inlinable.items():
-            kept = re.sub(r"\bnoinline\b\s*", "", groups[g])
-            out.append(f"attributes {new} = {{ {kept} }}")
-        text = "\n".join(out) + "\n"
         if not renames:
-            return text
-        return HostRewrite(text, replace(host, ops=_rename(host.ops, renames)))
+            return edit.text()
+        return HostRewrite(edit.text(), replace(host, ops=_rename(host.ops, renames)))
 
 
-def _attr_groups(lines: list[str]) -> dict[str, str]:
-    out = {}
-    for line in lines:
-        m = re.match(r"attributes (#\d+) = \{(.*)\}", line)
-        if m:
-            out[m.group(1)] = m.group(2)
-    return out
-
-
-def _eligible(k: KernelText, ops: list[Launch], groups: dict[str, str]) -> bool:
-    if any(len(op.args) != len(k.params) for op in ops):
-        return False
-    if any(_REFUSED_ATTRS.search(p.attrs) for p in k.params):
-        return False
-    attrs = k.tail + " " + groups.get(k.attr_group, "")
-    return not re.search(r"\boptnone\b", attrs)  # noinline: the body's group drops it
-
-
-def _body(lines: list[str], k: KernelText, dims: tuple[int | None, ...],
-          inlinable: dict[str, str]) -> str:
-    """The kernel's definition as its internal body, with known dimensions read as constants
-    (and the attribute group without `noinline`, which clang puts on every kernel)."""
-    head = k.body_define()
-    if k.attr_group in inlinable:
-        head = re.sub(rf"{k.attr_group}\b", inlinable[k.attr_group], head, count=1)
-    out = [re.sub(r"\bnoinline\s+", "", head)]
-    for line in lines[k.start + 1:k.end + 1]:
-        m = _SREG.match(line)
-        if m:
-            v = dims[_DIMS.index(m.group(2)) * 3 + "xyz".index(m.group(3))]
-            if v is not None:
-                line = f"{m.group(1)}add i32 {v}, 0"
-        out.append(line)
-    return "\n".join(out) + "\n"
+def _dims_known(line: str, dims: tuple[int | None, ...]) -> str:
+    """A read of blockDim/gridDim whose value is known, as that constant."""
+    m = _SREG.match(line)
+    if m:
+        v = dims[_DIMS.index(m.group(2)) * 3 + "xyz".index(m.group(3))]
+        if v is not None:
+            return f"{m.group(1)}add i32 {v}, 0"
+    return line
 
 
 def _rename(ops: tuple[Op, ...], renames: dict[int, str]) -> tuple[Op, ...]:
