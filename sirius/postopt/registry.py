@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from sirius.postopt.base import ModulePass
+from sirius.postopt.common_base import CommonBase
 from sirius.postopt.host_constants import HostConstants
 from sirius.postopt.llvm_opt import LlvmOpt
 from sirius.postopt.options import Option, options_of, type_text
@@ -17,6 +18,7 @@ __all__ = ["PASSES", "describe"]
 _ALL: tuple[type[ModulePass], ...] = (
     LlvmOpt,
     HostConstants,
+    CommonBase,
 )
 
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
