@@ -13,6 +13,21 @@ from sirius.analysis.expr import evaluate_text
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
 
+# The TVM models whose tests take 20 s or more each on 2 cores (fusing, tracing or running
+# them): `make test` leaves them to `make test-all` (marker `slow`); the smaller models of the
+# corpus exercise the same code.
+LARGE_TVM = frozenset({"bert_base", "bert_layer", "deepspeech2", "lstm_large", "nasnet",
+                       "resnext50"})
+
+
+def by_size(items: list, key=lambda item: item) -> list:
+    """`items` for pytest.mark.parametrize, the large TVM models among them marked slow
+    (`key(item)` is a path or name whose stem names the model)."""
+    import pytest
+
+    return [pytest.param(i, marks=pytest.mark.slow) if Path(str(key(i))).stem in LARGE_TVM
+            else i for i in items]
+
 
 def inspect_doc(program: str | Path, *extra: str) -> dict:
     """The `sirius inspect --json` document of a program (in-process, same code as the CLI)."""

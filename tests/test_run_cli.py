@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.helpers import ROOT, run_cli
 
@@ -53,11 +54,22 @@ def test_input_file_replaces_a_buffer(tmp_path):
 
 
 def test_bad_options_exit_2_without_traceback():
-    for args in (["--order", "sideways"], ["--order", "random"], ["--device", "gpu"],
+    for args in (["--order", "sideways"], ["--order", "random"],
                  ["--input", "d_x"], ["--input", "nosuch=/nonexistent.npy"]):
         r = run_cli("run", CHAIN, *args)
         assert r.returncode == 2, (args, r.stderr)
         assert "Traceback" not in r.stderr and "error" in r.stderr
+
+
+def test_gpu_without_a_gpu_exits_2_naming_what_is_missing():
+    from sirius.runtime.gpu.pycuda_driver import unavailable_reason
+
+    why = unavailable_reason()
+    if why is None:
+        pytest.skip("a GPU is present: `run --device gpu` runs (tests/runtime/gpu)")
+    r = run_cli("run", CHAIN, "--device", "gpu")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "error" in r.stderr
 
 
 def test_unknown_input_buffer_is_named(tmp_path):

@@ -21,7 +21,7 @@ from sirius.analysis.uar.build import build_uar
 from sirius.analysis.uar.soundness import check_trace
 from sirius.runtime.cpu.device import CpuDevice
 from sirius.runtime.interpreter import LaunchTrace, run_host_program
-from tests.helpers import ROOT
+from tests.helpers import ROOT, by_size
 
 HAND = sorted((ROOT / "kernels").glob("*.cu"))
 TVM = sorted((ROOT / "kernels" / "tvm").glob("*.cu"))
@@ -43,7 +43,7 @@ def _traces(path: Path, order: str = "forward"):
     return uar, result.traces
 
 
-@pytest.mark.parametrize("path", HAND + TVM + ISSUE12,
+@pytest.mark.parametrize("path", by_size(HAND + TVM + ISSUE12),
                          ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_dynamic_access_is_inside_its_static_relation(path):
     uar, traces = _traces(path)

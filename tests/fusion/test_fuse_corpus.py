@@ -21,7 +21,7 @@ from sirius.fusion.driver import FuseResult
 from sirius.fusion.plan.planner import Options
 from sirius.pipeline import fuse
 from sirius.verify.differential import verify_fused
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, by_size, run_cli
 
 KERNELS = ROOT / "kernels"
 HAND = sorted(p.name for p in KERNELS.glob("*.cu"))
@@ -52,7 +52,7 @@ def test_hand_written_program_verifies(name: str) -> None:
     assert res.launches_after <= res.launches_before
 
 
-@pytest.mark.parametrize("name", TVM)
+@pytest.mark.parametrize("name", by_size(TVM))
 def test_tvm_program_verifies(name: str) -> None:
     if name in SLOW and not os.environ.get("SIRIUS_FUSE_ALL"):
         pytest.skip("large model: set SIRIUS_FUSE_ALL=1")
@@ -139,7 +139,7 @@ def test_transpose_consumer_not_fused_global() -> None:
 
 
 # PTX for both architectures ---------------------------------------------------------------------
-@pytest.mark.parametrize("name", HAND + [f"tvm/{n}" for n in TVM if n not in SLOW])
+@pytest.mark.parametrize("name", by_size(HAND + [f"tvm/{n}" for n in TVM if n not in SLOW]))
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_fused_ptx_assembles(name: str, arch: str) -> None:
     """Every fused kernel of every corpus program assembles for both targets within their

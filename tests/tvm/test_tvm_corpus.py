@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from sirius.frontend.tvm_model import Fill, fill_values
-from tests.helpers import address, ev, inspect_doc, launch_trace, structure
+from tests.helpers import address, by_size, ev, inspect_doc, launch_trace, structure
 from tests.tvm.support import PAPER_DIR, TVM_DIR, committed, json_launches, meta
 
 MODELS = committed()
@@ -110,7 +110,7 @@ def check_model(directory, name: str, with_npz: bool) -> None:
             assert np.all(np.isfinite(ref[o["buffer"]]))
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", by_size(MODELS))
 def test_committed_model(name):
     check_model(TVM_DIR, name, with_npz=True)
 

@@ -6,7 +6,7 @@ compute the same float32 operations in different orders (TVM's CUDA schedules sp
 reductions, the llvm build does not; clang may contract a*b+c into an fma), so they differ by
 reassociation only; measured differences are at most about 1e-6 relative (docs/tvm-import.md).
 
-Every committed model runs (about 25 s on 2 cores with warm caches).
+Every committed model runs; the large ones (tests/helpers.py LARGE_TVM) in `make test-all`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.helpers import by_size
 from tests.tvm.support import TVM_DIR, committed, meta
 
 TOL = 1e-5
 
 
-@pytest.mark.parametrize("name", committed())
+@pytest.mark.parametrize("name", by_size(committed()))
 def test_executor_matches_tvm_reference(name):
     from sirius.runtime.interpreter import run_program
 
