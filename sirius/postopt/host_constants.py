@@ -9,7 +9,7 @@ and a new kernel `K` with the old signature calls it with the constants in place
 parameters. `llvm-opt` after it inlines the body and folds the index arithmetic (`i < n` with
 `n` known, `blockIdx.x * blockDim.x` a multiply by a constant).
 
-Launches of one kernel that pass different constants get a clone each (`K`, `K.sirius.hc1`,
+Launches of one kernel that pass different constants get a clone each (`K`, `K_sirius_hc1`,
 ...; the first keeps the name, the host program's later launches are renamed), up to
 `max_clones` clones; beyond that only what all launches agree on is propagated.
 
@@ -34,7 +34,7 @@ from sirius.postopt.kernel_text import BODY_SUFFIX, KernelText, ModuleEdit
 
 __all__ = ["HostConstants", "scalar_constant"]
 
-CLONE = ".sirius.hc"
+CLONE = "_sirius_hc"  # kernel (.entry) names: ptxas reads a dot in one as a suffix
 _DIMS = ("ntid", "nctaid")  # blockDim, gridDim
 _SREG = re.compile(r"^(\s*%[-\w.$]+ = )(?:tail |notail )?call\b[^@]*\bi32 "
                    r"@llvm\.nvvm\.read\.ptx\.sreg\.(ntid|nctaid)\.([xyz])\(\).*$")

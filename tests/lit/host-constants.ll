@@ -1,7 +1,7 @@
 ; The host-constants pass (sirius/postopt/host_constants.py): the host program (the HOST line
 ; below, read with --host) launches @k twice, both with n = 1000, blockDim 128 and gridDim 8,
 ; and with s = 0.5 and s = 2.0. The kernel becomes a wrapper calling its body with n and s as
-; constants; the second value of s gets a clone (k.sirius.hc1); the body reads blockDim.x and
+; constants; the second value of s gets a clone (k_sirius_hc1); the body reads blockDim.x and
 ; gridDim.x as constants. After llvm-opt the index arithmetic is folded (a shift by 7).
 ;
 ; RUN: sed -n 's/^; HOST: //p' %s > %t.json
@@ -20,18 +20,18 @@
 ; CHECK:         ret void
 ; CHECK-LABEL: define ptx_kernel void @k(ptr %a0, i32 %a1, float %a2) #0 {
 ; CHECK-NEXT:    call void @k.sirius.body(ptr %a0, i32 1000, float 0x3FE0000000000000)
-; CHECK-LABEL: define ptx_kernel void @k.sirius.hc1(ptr %a0, i32 %a1, float %a2) #0 {
+; CHECK-LABEL: define ptx_kernel void @k_sirius_hc1(ptr %a0, i32 %a1, float %a2) #0 {
 ; CHECK-NEXT:    call void @k.sirius.body(ptr %a0, i32 1000, float 0x4000000000000000)
 ;
 ; ONE:      define ptx_kernel void @k(ptr %a0, i32 %a1, float %a2) #0 {
 ; ONE-NEXT:   call void @k.sirius.body(ptr %a0, i32 1000, float %a2)
-; ONE-NOT:  @k.sirius.hc1
+; ONE-NOT:  @k_sirius_hc1
 ;
 ; OPT-LABEL: define ptx_kernel void @k(
 ; OPT:         shl {{.*}}i32 %{{.*}}, 7
 ; OPT:         icmp {{.*}}, 1000
 ; OPT:         fmul float %{{.*}}, 5.000000e-01
-; OPT-LABEL: define ptx_kernel void @k.sirius.hc1(
+; OPT-LABEL: define ptx_kernel void @k_sirius_hc1(
 ; OPT:         fmul float %{{.*}}, 2.000000e+00
 ;
 ; BARE: error: pass host-constants needs the fused host program

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sirius.analysis.host.model import HostProgram
 from sirius.analysis.program import analyse
+from sirius.backend import compile_ir
 from sirius.postopt import LlvmOpt, PassContext, run_pipeline
 from sirius.postopt.host_constants import CLONE, HostConstants, scalar_constant
 from sirius.verify.differential import verify_fused
@@ -66,6 +67,7 @@ def test_clones_per_constant_and_same_values(tmp_path: Path):
     # three configurations: s = 0.5, s = 2.0 (both n = 1000), s = 1.5 with n from the loop
     assert names == [k, f"{k}{CLONE}1", f"{k}{CLONE}2"]
     assert re.search(rf"define .*ptx_kernel void @{re.escape(k + CLONE)}2\(", r.text)
+    compile_ir(r.text, "sm_80")  # PTX and ptxas take the clones (a dot in an .entry name: no)
     orig = Original(program, tuple(kernels), host)
     rep = verify_fused(orig, Optimized(r.text, r.host_program), seed=3,
                        orders=("forward", "reverse", "random:5"))
