@@ -29,7 +29,8 @@ class LaunchStats:
     shared_store_bytes: int
     barriers: int
     seconds: float
-    mode: str  # "fast" (threads of a block one after another) or "fibers" (cooperative)
+    mode: str  # "fast" (threads one after another), "loops" (work-item loops between
+    # barriers) or "fibers" (cooperative threads)
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__}

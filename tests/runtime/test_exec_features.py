@@ -178,7 +178,7 @@ def test_atomics(order):
     inp = atomics_inputs(3)
     r = run("programs/atomics.cu", order=order, inputs=inp)
     check_atomics(r, inp)
-    assert [s.stats.mode for s in r.launches] == ["fast", "fibers"]
+    assert [s.stats.mode for s in r.launches] == ["fast", "loops"]
 
 
 def test_atomics_from_several_workers():
@@ -232,7 +232,7 @@ def test_dynamic_shared_memory(order, check_bounds):
     assert_bitwise(r.final["d_out2"], (F32(2) * neighbour + F32(64)).reshape(-1),
                    "doubled neighbour + count")
     st = r.launches[0].stats
-    assert (st.smem, st.mode, st.barriers) == (2 * 64 * 4, "fibers", 4 * 2)
+    assert (st.smem, st.mode, st.barriers) == (2 * 64 * 4, "loops", 4 * 2)
 
 
 # ---- 3-D grids and blocks ----------------------------------------------------------------------
@@ -255,7 +255,7 @@ def test_3d_grid_and_block(order):
     assert [tuple(row) for row in ids.tolist()] == expected
     assert r.final["d_mirror"].tolist() == mirror
     assert [(s.stats.grid, s.stats.block, s.stats.mode) for s in r.launches] == [
-        ((2, 3, 4), (4, 2, 3), "fast"), ((2, 3, 4), (4, 2, 3), "fibers")]
+        ((2, 3, 4), (4, 2, 3), "fast"), ((2, 3, 4), (4, 2, 3), "loops")]
 
 
 # ---- vector loads and stores -------------------------------------------------------------------

@@ -130,7 +130,7 @@ def test_histogram_counters():
     assert s.shared_store_bytes == blocks * bins * 4 + n * 4
     assert s.shared_load_bytes == n * 4 + blocks * bins * 4
     assert s.barriers == blocks * 2  # two __syncthreads per block
-    assert s.mode == "fibers"
+    assert s.mode == "loops"
 
 
 def test_transpose_counters():

@@ -27,9 +27,10 @@ HINT = "re-run with --check-bounds to find the access (its source line and the b
 WHERE = "block (0, 0, 0), thread (37, 0, 0)"
 
 
-def fault_run(mode: int, check_bounds: bool = False) -> tuple[HostInterpreter, KernelFault]:
+def fault_run(mode: int, check_bounds: bool = False,
+              loops: bool = True) -> tuple[HostInterpreter, KernelFault]:
     program, kernels, host = analysed(FAULTS)
-    dev = CpuDevice(check_bounds=check_bounds)
+    dev = CpuDevice(check_bounds=check_bounds, loops=loops)
     interp = HostInterpreter(host, {k.mangled: k for k in kernels}, dev,
                              dev.load_module(program), seed=1,
                              inputs={"d_mode": np.array([mode], np.int32),
@@ -66,11 +67,12 @@ def test_trap(mode, kernel):
                          "reached code the compiler marked unreachable")
 
 
-@pytest.mark.parametrize("mode,kernel,room", [
-    (4, "faulty", "threads run on the worker's stack"),
-    (14, "faulty_fibers", "each thread has 256 KiB of stack")])
-def test_stack_overflow(mode, kernel, room):
-    _, f = fault_run(mode)
+@pytest.mark.parametrize("mode,kernel,loops,room", [
+    (4, "faulty", True, "threads run on the worker's stack"),
+    (14, "faulty_fibers", True, "threads run on the worker's stack"),  # work-item loops
+    (14, "faulty_fibers", False, "each thread has 256 KiB of stack")])
+def test_stack_overflow(mode, kernel, loops, room):
+    _, f = fault_run(mode, loops=loops)
     assert f.message == (f"stack overflow in kernel {kernel}, {WHERE} ({room}: deep or "
                          "unbounded recursion, or large local arrays?)")
 

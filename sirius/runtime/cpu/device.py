@@ -33,7 +33,7 @@ _KIND = {0: "load", 1: "store", 2: "atomic access"}
 TRACE_DTYPE = np.dtype([("block", "<u4"), ("thread", "<u4"), ("addr", "<u8"), ("size", "<u4"),
                         ("kind", "<u4")])
 
-_MODULES: dict[tuple[str, bool], JitModule] = {}  # compiled modules, by IR hash and mode
+_MODULES: dict[tuple[str, bool, bool], JitModule] = {}  # by IR hash, instrumentation, loops
 
 
 class CpuDevice:
@@ -41,7 +41,8 @@ class CpuDevice:
 
     def __init__(self, order: str = "forward", seed: int = 0, jobs: int | None = None,
                  check_bounds: bool = False, trace: bool = False, stack_kib: int = 256,
-                 progress: bool | Callable[[str, int], monitor.Progress] = True):
+                 progress: bool | Callable[[str, int], monitor.Progress] = True,
+                 loops: bool = True):
         kind = order.split(":", 1)[0]
         if kind not in native.ORDERS:
             raise ValueError(f"unknown order {order!r} (forward, reverse or random:SEED)")
@@ -56,6 +57,9 @@ class CpuDevice:
         # the progress of long launches: on stderr (True), not shown (False), or a factory
         # (kernel, blocks) -> monitor.Progress
         self.progress = progress
+        # kernels whose only cooperation is __syncthreads run as work-item loops (wiloop.py);
+        # False: on fibers, as every barrier kernel did before (same results and counters)
+        self.loops = loops
         self.traces: list[TraceChunk] = []
         self.memory = DeviceMemory()
         self._lib = native.library()
@@ -102,11 +106,11 @@ class CpuDevice:
     # modules and launches ------------------------------------------------------------------
     def load_module(self, program) -> Module:
         key = (hashlib.sha256(program.device_ir.encode()).hexdigest(), self.check_bounds or
-               self.trace)
+               self.trace, self.loops)
         jm = _MODULES.get(key)
         if jm is None:
             jm = JitModule(build_view(program.device_module), instrument=key[1],
-                           source=", ".join(str(f) for f in program.files))
+                           source=", ".join(str(f) for f in program.files), loops=self.loops)
             _MODULES[key] = jm
         jm.reset()  # a new run: the module's globals start from their initializers
         return Module(jm, {k: k for k in jm.host.kernels})
@@ -157,7 +161,9 @@ class CpuDevice:
             *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
         d = native.LaunchDesc()
         d.nworkers = nw
-        d.use_fibers = int(entry.fibers)
+        d.use_fibers = native.MODE_LOOPS if entry.loops else \
+            native.MODE_FIBERS if entry.fibers else native.MODE_FAST
+        d.frame_bytes = entry.frame_bytes
         d.ctx = (ctypes.c_void_p * nw)(*[e.ctx for e in engines])
         d.fn = (ctypes.c_void_p * nw)(*[e.thread_fns[kernel] for e in engines])
         d.args = argv
@@ -181,10 +187,12 @@ class CpuDevice:
             ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM_SIZE).value = \
                 jm.host.smem_static + smem
         self._launches += 1
-        rc, seconds = self._run(d, nw, nblocks, nthreads, entry.fibers, shown, loc)
+        rc, seconds = self._run(d, nw, nblocks, nthreads, entry.fibers and not entry.loops,
+                                shown, loc)
         if rc != 0:
+            what = "frames" if entry.loops else "fiber stacks"
             raise KernelFault(f"kernel {shown}: the runtime could not start the launch "
-                              f"(code {rc}; fiber stacks for {nthreads} threads?)", loc)
+                              f"(code {rc}; {what} for {nthreads} threads?)", loc)
         if self.trace:
             self._collect_trace(tp, tl, nw, engines, jm, smem)
         if d.fault:
@@ -195,7 +203,8 @@ class CpuDevice:
             self._redzones(d, shown, loc)
         c = list(d.counters)
         return LaunchStats(shown, tuple(grid), tuple(block), smem, c[0], c[1], c[2], c[3], c[4],
-                           c[5], seconds, "fibers" if entry.fibers else "fast")
+                           c[5], seconds,
+                           "loops" if entry.loops else "fibers" if entry.fibers else "fast")
 
     def _run(self, d, nw: int, nblocks: int, nthreads: int, fibers: bool, kernel: str,
              loc: Location | None) -> tuple[int, float]:
@@ -306,7 +315,8 @@ class CpuDevice:
             msg = (f"trap {where}: the kernel called __trap() or reached code the compiler "
                    "marked unreachable")
         elif d.fault_stack:
-            room = f"each thread has {self.stack_bytes >> 10} KiB of stack" if d.use_fibers \
+            room = f"each thread has {self.stack_bytes >> 10} KiB of stack" \
+                if d.use_fibers == native.MODE_FIBERS \
                 else "threads run on the worker's stack"
             msg = (f"stack overflow {where} ({room}: deep or unbounded recursion, or large "
                    "local arrays?)")

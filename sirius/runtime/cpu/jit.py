@@ -66,14 +66,15 @@ class Engine:
 
 
 class JitModule:
-    def __init__(self, view: ModuleView, instrument: bool = False, source: str = "device code"):
+    def __init__(self, view: ModuleView, instrument: bool = False, source: str = "device code",
+                 loops: bool = True):
         llvm, tm, triple = _target()
         lib = native.library()
         lifted = ptxlift.lift(view.text)  # inline PTX (fp16/bf16 headers) as LLVM IR
         if lifted.lifted:
             view = build_view(llvm.parse_assembly(lifted.text))
         self.host: HostModule = rewrite(view, str(tm.target_data), triple,
-                                        lambda name: hasattr(lib, name), instrument)
+                                        lambda name: hasattr(lib, name), instrument, loops)
         self.instrument = instrument
         key = hashlib.sha256(self.host.text.encode() + llvm.llvm_version_info.__repr__().encode()
                              + tm.triple.encode()).hexdigest()[:24]

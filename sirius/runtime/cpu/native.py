@@ -27,6 +27,7 @@ CTX_ICOUNT, CTX_GLD, CTX_GST, CTX_SLD, CTX_SST = 48, 56, 64, 72, 80
 CTX_SMEM, CTX_SMEM_SIZE = 96, 104
 
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
+MODE_FAST, MODE_FIBERS, MODE_LOOPS = 0, 1, 2  # LaunchDesc.use_fibers
 FAULT_NONE, FAULT_BOUNDS, FAULT_BARRIER, FAULT_WARP, FAULT_SIGNAL = 0, 1, 2, 3, 4
 REDZONE_BYTES = 256  # checked after an unchecked launch (sirius_rt.c, check_redzones)
 
@@ -38,7 +39,7 @@ W_BALLOT, W_ANY, W_ALL, W_UNI, W_SYNC, W_MATCH_ANY, W_ACTIVEMASK = 4, 5, 6, 7, 8
 class LaunchDesc(ctypes.Structure):
     _fields_ = [
         ("nworkers", ctypes.c_int32),
-        ("use_fibers", ctypes.c_int32),
+        ("use_fibers", ctypes.c_int32),  # MODE_FAST, MODE_FIBERS or MODE_LOOPS
         ("ctx", ctypes.POINTER(ctypes.c_void_p)),
         ("fn", ctypes.POINTER(ctypes.c_void_p)),
         ("args", ctypes.POINTER(ctypes.c_void_p)),
@@ -73,6 +74,7 @@ class LaunchDesc(ctypes.Structure):
         ("rz_dirty", ctypes.POINTER(ctypes.c_uint8)),
         ("rz_found", ctypes.c_int32),
         ("done", ctypes.POINTER(ctypes.c_uint64)),  # blocks done by worker i at [8 * i]
+        ("frame_bytes", ctypes.c_uint64),  # MODE_LOOPS: each thread's frame
     ]
 
 

@@ -33,7 +33,7 @@ from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import Function, Instr, ModuleView
 from sirius.diagnostics import Location
 from sirius.runtime.cpu import native as N
-from sirius.runtime.cpu import ptxlift
+from sirius.runtime.cpu import ptxlift, wiloop
 from sirius.runtime.cpu.module_globals import ModuleGlobal, ir_name, module_global
 
 DYNAMIC_SMEM_MAX = 227 * 1024  # the largest dynamic shared memory a block may ask for (sm_90)
@@ -56,6 +56,8 @@ class KernelEntry:
     params: tuple[str, ...]
     fibers: bool          # has barriers or warp operations: needs cooperative threads
     rejected: str | None  # why the executor cannot run it (inline PTX, unknown intrinsic, ...)
+    loops: bool = False   # runs as work-item loops (wiloop.py): thread_fn is a continuation
+    frame_bytes: int = 0  # its per-thread frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,8 @@ class _State:
     sites: list[Location | None] = field(default_factory=list)
     externs: dict[str, str] = field(default_factory=dict)  # name -> declaration
     fibers: set[str] = field(default_factory=set)           # functions with barriers/warp ops
+    barriers: set[str] = field(default_factory=set)         # functions with barriers
+    warps: set[str] = field(default_factory=set)            # functions with warp operations
     rejected: dict[str, str] = field(default_factory=dict)  # function -> reason
 
     def tmp(self, stem: str) -> str:
@@ -208,6 +212,7 @@ def _nvvm(st: _State, fn: Function, ins: Instr, line: str, name: str) -> list[st
         return [f"  {res} = add i32 0, 32"]
     if name.startswith("barrier") or name == "barrier0":
         st.fibers.add(fn.name)
+        st.barriers.add(fn.name)
         site = st.site(ins)
         red, pred = 0, "0"
         rm = re.search(r"\b(popc|and|or)\b", name)
@@ -237,21 +242,26 @@ def _nvvm(st: _State, fn: Function, ins: Instr, line: str, name: str) -> list[st
         return out
     if m := re.fullmatch(r"shfl\.sync\.(idx|up|down|bfly)\.(i32|f32)", name):
         st.fibers.add(fn.name)
+        st.warps.add(fn.name)
         (_, mask), (vty, val), (_, b), (_, c) = vals
         return _warp_call(st, ins, res, _SHFL[m.group(1)], mask, val, vty, b, c, rty, dbg)
     if m := re.fullmatch(r"vote\.(ballot|any|all|uni)\.sync", name):
         st.fibers.add(fn.name)
+        st.warps.add(fn.name)
         (_, mask), (vty, val) = vals
         return _warp_call(st, ins, res, _VOTE[m.group(1)], mask, val, vty, "0", "0", rty, dbg)
     if name == "match.any.sync.i32":
         st.fibers.add(fn.name)
+        st.warps.add(fn.name)
         (_, mask), (vty, val) = vals
         return _warp_call(st, ins, res, N.W_MATCH_ANY, mask, val, vty, "0", "0", rty, dbg)
     if name == "bar.warp.sync":
         st.fibers.add(fn.name)
+        st.warps.add(fn.name)
         return _warp_call(st, ins, "", N.W_SYNC, vals[0][1], "0", "i32", "0", "0", "void", dbg)
     if name == "activemask":
         st.fibers.add(fn.name)
+        st.warps.add(fn.name)
         return _warp_call(st, ins, res, N.W_ACTIVEMASK, "0", "0", "i32", "0", "0", "i32", dbg)
     if name.startswith(("membar.", "fence.")) and not res:
         return []  # workers on x86 see each other's stores in order; atomics are real atomics
@@ -304,14 +314,17 @@ def _access(st: _State, ins: Instr, line: str) -> list[str]:
     out = [f"  {a} = ptrtoint ptr {p} to i64",
            f"  {d} = sub i64 {a}, ptrtoint (ptr @__sirius_smem to i64)",
            f"  {s} = icmp ult i64 {d}, {st.smem_bytes}"]
+    # both counters at fixed addresses (the shared one gets `size` or 0, the global one the
+    # rest): LLVM then keeps a run of them in registers where no store may alias them
+    sz, gz = st.tmp("po"), st.tmp("po")
+    out += [f"  {sz} = select i1 {s}, i64 {size}, i64 0", f"  {gz} = sub i64 {size}, {sz}"]
     for kind in kinds:
-        shared_off, global_off = (N.CTX_SLD, N.CTX_GLD) if kind == 0 else (N.CTX_SST, N.CTX_GST)
-        o, c, v, n = st.tmp("po"), st.tmp("pc"), st.tmp("pv"), st.tmp("pn")
-        out += [f"  {o} = select i1 {s}, i64 {shared_off}, i64 {global_off}",
-                f"  {c} = getelementptr i8, ptr @__sirius_ctx, i64 {o}",
-                f"  {v} = load i64, ptr {c}, align 8",
-                f"  {n} = add i64 {v}, {size}",
-                f"  store i64 {n}, ptr {c}, align 8"]
+        for off, add in ((N.CTX_SLD, sz), (N.CTX_GLD, gz)) if kind == 0 else \
+                ((N.CTX_SST, sz), (N.CTX_GST, gz)):
+            v, n = st.tmp("pv"), st.tmp("pn")
+            out += [f"  {v} = load i64, ptr {_ctx(off)}, align 8",
+                    f"  {n} = add i64 {v}, {add}",
+                    f"  store i64 {n}, ptr {_ctx(off)}, align 8"]
     if st.instrument:
         kind = 2 if len(kinds) == 2 else kinds[0]
         out.append(f"  call void @sirius_rt_access(ptr @__sirius_ctx, ptr {p}, i32 {size}, "
@@ -377,10 +390,13 @@ def _function(st: _State, fn: Function, lines: list[str]) -> list[str]:
     return out
 
 
-def _wrapper(index: int, header: str, fn: Function) -> str:
+def _wrapper(index: int, header: str, fn: Function, loops: bool = False) -> str:
+    """`__sirius_thread_N(ptr args)`, one thread of kernel N; for a work-item-loop kernel
+    `i32 __sirius_thread_N(ptr args, ptr frame, i32 state)`, one step of one thread."""
     name = re.search(r'@("[^"]+"|[-\w.$]+)\(', header).group(1)
     params, _ = _call_args(header, name)
-    lines = [f"define void @__sirius_thread_{index}(ptr %args) {{", "entry:"]
+    lines = [f"define i32 @__sirius_thread_{index}(ptr %args, ptr %frame, i32 %state) {{"
+             if loops else f"define void @__sirius_thread_{index}(ptr %args) {{", "entry:"]
     call_args = []
     for i, (arg, ptext) in enumerate(zip(fn.args, params, strict=True)):
         ty = arg.type
@@ -392,7 +408,11 @@ def _wrapper(index: int, header: str, fn: Function) -> str:
         else:
             lines.append(f"  %v{i} = load {ty}, ptr %a{i}, align 1")
             call_args.append(f"{ty} %v{i}")
-    lines += [f"  call void @{name}({', '.join(call_args)})", "  ret void", "}"]
+    if loops:
+        call_args += ["ptr %frame", "i32 %state"]
+        lines += [f"  %next = call i32 @{name}({', '.join(call_args)})", "  ret i32 %next", "}"]
+    else:
+        lines += [f"  call void @{name}({', '.join(call_args)})", "  ret void", "}"]
     return "\n".join(lines)
 
 
@@ -407,8 +427,9 @@ def _stub(decl: str) -> str:
 
 
 def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
-            instrument: bool = False) -> HostModule:
-    """The host-target module that runs `view`'s kernels (see the module docstring)."""
+            instrument: bool = False, loops: bool = True) -> HostModule:
+    """The host-target module that runs `view`'s kernels (see the module docstring); with
+    `loops`, kernels whose only cooperation is `__syncthreads` run as work-item loops."""
     text = view.text
     # shared arrays, in declaration order, each aligned as declared
     shared: list[SharedArray] = []
@@ -449,6 +470,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     lines = text.splitlines()
     i = 0
     kernels: list[tuple[Function, str]] = []
+    spans: dict[str, tuple[int, int]] = {}  # kernel -> its lines in `out`
     while i < len(lines):
         line = lines[i]
         if line.startswith("define "):
@@ -459,7 +481,9 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             fn = view.functions[name]
             if fn.calling_conv == "ptx_kernel":
                 kernels.append((fn, _global_subst(line, smem)))
+            start = len(out)
             out += _function(st, fn, lines[i:j + 1])
+            spans[fn.name] = (start, len(out))
             i = j + 1
             continue
         i += 1
@@ -508,15 +532,28 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
 
     entries: dict[str, KernelEntry] = {}
     wrappers = []
+    replaced: list[tuple[tuple[int, int], list[str]]] = []
     for k, (fn, header) in enumerate(kernels):
         r = reach(fn.name)
         why = next((st.rejected[f] for f in sorted(r) if f in st.rejected), None)
         why = why or next((st.rejected[f"@{f}"] for f in sorted(r) if f"@{f}" in st.rejected),
                           None)
+        # work-item loops: barriers in the kernel itself, no warp operations, no cooperation in
+        # the functions it calls (wiloop.transform may still decline: fibers then)
+        lw = None
+        if loops and why is None and fn.name in st.barriers and fn.name not in st.warps \
+                and not (r - {fn.name}) & st.fibers:
+            lo, hi = spans[fn.name]
+            lw = wiloop.transform(fn, out[lo:hi], view.struct_bodies)
+        if lw is not None:
+            replaced.append((spans[fn.name], lw.text))
         entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
                                        tuple(a.type for a in fn.args),
-                                       bool(r & st.fibers), why)
-        wrappers.append(_wrapper(k, header, fn))
+                                       bool(r & st.fibers), why, lw is not None,
+                                       lw.frame_bytes if lw is not None else 0)
+        wrappers.append(_wrapper(k, header, fn, lw is not None))
+    for (lo, hi), text in sorted(replaced, reverse=True):
+        out[lo:hi] = text
 
     device_globals = device_globals or any(g.mutable for g in module_globals)
     table = ", ".join(f"ptr @{ir_name(g.name)}" for g in module_globals)

@@ -6,6 +6,11 @@
 // This file schedules a launch over those workers:
 //   * kernels without barriers or warp operations run each thread of a block to completion, one
 //     after the other, in the requested order (the fast path);
+//   * kernels whose only cooperation is plain __syncthreads in the kernel body run as work-item
+//     loops (rewrite.py and wiloop.py split them at every barrier into a continuation that
+//     returns at a barrier and resumes after it, its values live across barriers in a per-thread
+//     frame): each round calls every runnable thread of the block once, in the requested order,
+//     and a barrier is released as on the fiber path (same rounds, same orders, same faults);
 //   * other kernels run every thread of a block as a fiber (own stack); a barrier or a warp
 //     operation switches back to the block's scheduler, which releases a barrier once every
 //     thread of the block waits on it and completes a warp operation once every live lane of
@@ -93,8 +98,12 @@ _Static_assert(__builtin_offsetof(sirius_ctx, w) == 88, "ctx layout");
 _Static_assert(__builtin_offsetof(sirius_ctx, smem_size) == 104, "ctx layout");
 
 typedef void (*thread_fn)(void **args);
+// a work-item-loop kernel: runs one thread from `state` (0: the start, s + 1: after the barrier
+// at site s) to its next barrier (returns s + 1) or to its end (returns 0)
+typedef uint32_t (*cont_fn)(void **args, char *frame, uint32_t state);
 
 enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
+enum { MODE_FAST = 0, MODE_FIBERS = 1, MODE_LOOPS = 2 };
 enum { RUN = 0, AT_BARRIER = 1, AT_WARP = 2, EXITED = 3 };
 enum { FAULT_NONE = 0, FAULT_BOUNDS = 1, FAULT_BARRIER = 2, FAULT_WARP = 3, FAULT_SIGNAL = 4 };
 enum { W_SHFL_IDX = 0, W_SHFL_UP = 1, W_SHFL_DOWN = 2, W_SHFL_BFLY = 3, W_BALLOT = 4,
@@ -104,7 +113,7 @@ enum { W_SHFL_IDX = 0, W_SHFL_UP = 1, W_SHFL_DOWN = 2, W_SHFL_BFLY = 3, W_BALLOT
 // A launch as Python describes it (ctypes mirror in sirius/runtime/cpu/native.py).
 typedef struct {
     int32_t nworkers;
-    int32_t use_fibers;
+    int32_t use_fibers;     // MODE_FAST, MODE_FIBERS or MODE_LOOPS
     sirius_ctx **ctx;       // per worker
     thread_fn *fn;          // per worker
     void **args;
@@ -138,6 +147,7 @@ typedef struct {
     // progress (or NULL): blocks worker i has finished, at done[8 * i] (a cache line each);
     // Python reads them while the launch runs
     volatile uint64_t *done;
+    uint64_t frame_bytes;   // MODE_LOOPS: the per-thread frame (a multiple of 64)
 } launch_desc;
 
 typedef struct {
@@ -154,6 +164,7 @@ typedef struct {
     int bar_id, bar_count, bar_site, bar_red, bar_pred;
     int wop, wsite;
     uint32_t wmask, wval, wb, wc, wresult;
+    uint32_t resume;  // MODE_LOOPS: where the thread goes on (cont_fn's state)
 } fiber;
 
 struct worker {
@@ -166,6 +177,8 @@ struct worker {
     fiber *fibers;
     char *stacks;
     size_t stack_bytes, stacks_cap;
+    char *frames;     // MODE_LOOPS: nthreads frames of d->frame_bytes
+    size_t frames_cap;
     fctx sched;
     int cur;          // fiber running, -1 outside fiber mode
     jmp_buf jb;       // fast path fault exit
@@ -244,6 +257,9 @@ static int on_stack(worker *w, uint64_t a) {
         uint64_t lo = (uint64_t)(w->stacks + (size_t)w->cur * w->stack_bytes);
         return a >= lo && a < lo + w->stack_bytes;
     }
+    if (w->d->use_fibers == MODE_LOOPS &&
+        a - (uint64_t)w->frames < (uint64_t)w->nthreads * w->d->frame_bytes)
+        return 1;  // a kernel's local arrays live in its thread's frame
     char here;
     uint64_t sp = (uint64_t)&here;
     return a >= sp - (1u << 20) && a < sp + (8u << 20);
@@ -494,6 +510,74 @@ static void run_block_fibers(worker *w) {
     }
 }
 
+// The fiber scheduler's rounds with calls instead of context switches: every round draws a new
+// order and runs each runnable thread to its next barrier or its end; a round where none could
+// run releases a barrier (release() as for fibers) or reports the block stuck.
+static void run_block_loops(worker *w) {
+    launch_desc *d = w->d;
+    int n = w->nthreads;
+    cont_fn fn = (cont_fn)(void *)w->fn;
+    for (int i = 0; i < n; ++i) {
+        fiber *f = &w->fibers[i];
+        set_ids(w->ctx, d->block, (uint32_t)i);
+        memcpy(f->tid, w->ctx->tid, sizeof f->tid);
+        f->state = RUN;
+        f->resume = 0;
+    }
+    if (setjmp(w->jb)) return;
+    for (;;) {
+        int ran = 0, waiting = 0;
+        make_order(w->perm, (uint32_t)n, d->order, &w->rng);
+        for (int k = 0; k < n; ++k) {
+            int i = (int)w->perm[k];
+            fiber *f = &w->fibers[i];
+            if (f->state != RUN) continue;
+            memcpy(w->ctx->tid, f->tid, sizeof f->tid);
+            uint32_t r = fn(d->args, w->frames + (size_t)i * d->frame_bytes, f->resume);
+            if (r == 0) {
+                f->state = EXITED;
+            } else {
+                f->state = AT_BARRIER;
+                f->bar_id = 0;
+                f->bar_count = 0;
+                f->bar_site = (int)(r - 1);
+                f->bar_red = 0;
+                f->bar_pred = 0;
+                f->resume = r;
+                ++waiting;
+            }
+            ran = 1;
+        }
+        if (!ran) {
+            int live = 0;
+            for (int i = 0; i < n; ++i) live += w->fibers[i].state != EXITED;
+            if (!live) return;
+            if (!release(w)) {
+                report_stuck(w);
+                w->faulted = 1;
+                return;
+            }
+            continue;
+        }
+        // The common case in one step: every thread of the block waits at a barrier. The fiber
+        // scheduler would draw one more order (a round where none runs), then release() them
+        // all: the same draw and the same release here, without scanning the block.
+        if (waiting == n) {
+            if (d->order == ORDER_RANDOM) make_order(w->perm, (uint32_t)n, d->order, &w->rng);
+            for (int i = 0; i < n; ++i) w->fibers[i].state = RUN;
+            ++w->barriers;
+        }
+    }
+}
+
+static int ensure_frames(worker *w, size_t need) {
+    if (w->frames && w->frames_cap >= need) return 1;
+    free(w->frames);
+    w->frames = aligned_alloc(64, need);
+    w->frames_cap = w->frames ? need : 0;
+    return w->frames != NULL;
+}
+
 static void run_block_fast(worker *w) {
     launch_desc *d = w->d;
     int n = w->nthreads;
@@ -734,7 +818,9 @@ static void *worker_main(void *p) {
             w->ctx->ctaid[1] = (uint32_t)((b / d->grid[0]) % d->grid[1]);
             w->ctx->ctaid[2] = (uint32_t)(b / ((uint64_t)d->grid[0] * d->grid[1]));
             w->faulted = 0;
-            if (d->use_fibers) run_block_fibers(w); else run_block_fast(w);
+            if (d->use_fibers == MODE_LOOPS) run_block_loops(w);
+            else if (d->use_fibers) run_block_fibers(w);
+            else run_block_fast(w);
             if (w->faulted) goto out;
             if (d->done) d->done[8 * w->index] += 1;
         }
@@ -793,7 +879,13 @@ int sirius_launch(launch_desc *d) {
         memcpy(w->ctx->ntid, d->block, sizeof d->block);
         memcpy(w->ctx->nctaid, d->grid, sizeof d->grid);
         w->ctx->icount = w->ctx->gld = w->ctx->gst = w->ctx->sld = w->ctx->sst = 0;
-        if (d->use_fibers) {
+        if (d->use_fibers == MODE_LOOPS) {
+            w->fibers = realloc(w->fibers, nthreads * sizeof(fiber));
+            if (!ensure_frames(w, (size_t)nthreads * d->frame_bytes)) {
+                free(order.table); free(wk); free(th);
+                return -2;
+            }
+        } else if (d->use_fibers) {
             w->stack_bytes = d->stack_bytes;
             w->fibers = realloc(w->fibers, nthreads * sizeof(fiber));
             if (!ensure_stacks(w, (int)nthreads)) {

@@ -1,0 +1,98 @@
+"""Barrier kernels as work-item loops (sirius/runtime/cpu/wiloop.py): values live across
+barriers, barriers in loops and under uniform and thread-dependent branches, checked against
+numpy in every order, and against the fiber path (`CpuDevice(loops=False)`): the same outputs
+and the same counters; warp operations stay on fibers; a divergent barrier is the same fault."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from sirius.runtime.cpu.device import CpuDevice
+from sirius.runtime.device import KernelFault
+from sirius.runtime.interpreter import run_host_program
+from tests.runtime.execsupport import analysed, run
+
+ORDERS = ("forward", "reverse", "random:5")
+PROGRAM = "programs/barrier_live.cu"
+B, NB = 64, 3
+
+
+def both(name: str, order: str, inputs: dict | None = None):
+    """(fibers run, loops run) of a program, same seed and order."""
+    program, kernels, host = analysed(name)
+    return tuple(run_host_program(host, program, kernels, CpuDevice(order=order, loops=loops),
+                                  seed=3, inputs=inputs, order=order)
+                 for loops in (False, True))
+
+
+def counters(r) -> list[tuple]:
+    return [dataclasses.astuple(x.stats)[:-2] for x in r.launches]  # all but seconds, mode
+
+
+def reference(x: np.ndarray, steps: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    xs = x.reshape(NB, B).astype(np.int64)
+    v = xs.copy()
+    loc = np.tile(np.arange(4), (NB, B, 1))
+    for k in range(steps):  # x = s[(t + k + 1) % B] + 3x; loc[k % 4] += x
+        v = np.roll(v, -(k + 1), axis=1) + 3 * v
+        loc[:, :, k & 3] += v
+    v = v - v[:, ::-1]  # the barrier under `if (flag)`
+    a = v + 10 * loc.sum(axis=2)
+    t = np.arange(B)
+    s = np.where(t % 2 == 1, xs + 1, 2 * xs)
+    b = np.where(t % 2 == 1, 5 * s[:, t ^ 1], s[:, t ^ 1] - 7)
+    r = xs[:, ::-1]
+    c = r + r[:, t ^ 1]
+    return tuple(y.reshape(-1).astype(np.int32) for y in (a, b, c))
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_live_values_and_branches_against_numpy(order):
+    x = np.random.default_rng(11).integers(-60, 60, NB * B).astype(np.int32)
+    fibers, loops = both(PROGRAM, order, {"d_in": x})
+    assert [s.stats.mode for s in loops.launches] == ["loops", "loops", "fibers"]
+    assert [s.stats.mode for s in fibers.launches] == ["fibers"] * 3
+    a, b, c = reference(x)
+    assert loops.final["d_a"].tolist() == a.tolist()
+    assert loops.final["d_b"].tolist() == b.tolist()
+    assert loops.final["d_c"].tolist() == c.tolist()
+    # barriers per block: 2 per step of the loop (5 steps) + the one under `if (flag)`
+    assert loops.launches[0].stats.barriers == NB * 11
+    assert loops.launches[1].stats.barriers == NB * 1
+    assert counters(loops) == counters(fibers)
+    for k in fibers.final:
+        assert np.array_equal(fibers.final[k], loops.final[k]), k
+
+
+@pytest.mark.parametrize("name", ["lstm_cell.cu", "matmul_bias_act.cu",
+                                  "transpose_elementwise.cu", "programs/barrier_loop.cu"])
+def test_corpus_barrier_programs_same_as_fibers(name):
+    for order in ("forward", "random:2"):
+        fibers, loops = both(name, order)
+        assert "loops" in {s.stats.mode for s in loops.launches}, name
+        assert counters(loops) == counters(fibers), (name, order)
+        for k in fibers.final:  # racy programs included: the same schedule, the same bytes
+            assert np.array_equal(fibers.final[k], loops.final[k], equal_nan=True), (name, k)
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse"])
+def test_divergent_barrier_same_fault_as_fibers(order):
+    program, kernels, host = analysed("programs/divergent_barrier.cu")
+    messages = []
+    for loops in (False, True):
+        with pytest.raises(KernelFault) as e:
+            run_host_program(host, program, kernels, CpuDevice(order=order, loops=loops),
+                             seed=0, order=order)
+        messages.append(e.value.message)
+    assert messages[0] == messages[1]
+    assert "16 of 64 threads wait at the barrier" in messages[1]
+
+
+def test_bounds_checks_see_local_arrays_in_frames():
+    # the volatile local array lives in the thread's frame: checked accesses to it are fine
+    r = run(PROGRAM, check_bounds=True)
+    assert [s.stats.mode for s in r.launches] == ["loops", "loops", "fibers"]
+    assert r.final["d_a"].tolist() == reference(r.initial["d_in"])[0].tolist()
