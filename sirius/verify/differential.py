@@ -20,47 +20,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sirius.analysis.host.model import Copy, DevRef, HostProgram, Loop, Rotating
 from sirius.diagnostics import SiriusError
 from sirius.verify.compare import TOLERANCES, Comparison, compare, tol_text, tolerance_text
 from sirius.verify.counters import Counters
+from sirius.verify.observe import Compared, Observation, as_original, observe, observed
 from sirius.verify.result import OrderDependence, VerifyReport, VerifyRow
 
-__all__ = ["ORDERS", "TOLERANCES", "Comparison", "OrderDependence", "VerifyReport", "VerifyRow",
-           "compare", "observed", "tolerance_text", "verify_fused"]
+__all__ = ["ORDERS", "TOLERANCES", "Comparison", "Compared", "Observation", "OrderDependence",
+           "VerifyReport", "VerifyRow", "compare", "observe", "observed", "tolerance_text",
+           "verify_fused"]
 
 ORDERS = ("forward", "reverse", "random:1")
 ORIGINAL_ORDERS = ("forward", "reverse")
-
-
-# which buffers are observable --------------------------------------------------------------------
-
-def _walk(ops):
-    for op in ops:
-        if isinstance(op, Loop):
-            yield from _walk(op.body)
-        else:
-            yield op
-
-
-def _refs(addr) -> list[DevRef]:
-    if isinstance(addr, Rotating):
-        return [c for c in addr.choices if isinstance(c, DevRef)]
-    return [addr] if isinstance(addr, DevRef) else []
-
-
-def observed(host: HostProgram) -> tuple[list[str], str]:
-    """(device buffers, rule) that verification compares, by their final contents: buffers with
-    role output plus every source of a device-to-host copy (both choices of a rotating one);
-    when the program has none, every buffer."""
-    names = [b.name for b in host.buffers if b.role == "output"]
-    for op in _walk(host.ops):
-        if isinstance(op, Copy) and op.kind == "D2H":
-            names += [r.buffer for r in _refs(op.src)]
-    names = list(dict.fromkeys(names))
-    if not names:
-        return [b.name for b in host.buffers], "all buffers (the program copies none back)"
-    return names, "outputs (role output or copied device-to-host)"
 
 
 # running ------------------------------------------------------------------------------------------
@@ -112,7 +83,12 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     originals = {first: _run(original.host, original.program, original.kernels, first, seed,
                              False)}
     ref = originals[first]
-    names, rule = observed(original.host)
+    seen = observe(original.host, fused.host, getattr(fused, "storage", None))
+    names, rule = seen.names, seen.rule
+    for c in seen.compared:
+        if c.versions:
+            say(f"  {c.buffer}: compared through its versions "
+                + ", ".join(n for n, _, _ in c.versions))
     dependent: dict[str, OrderDependence] = {}
     for order in others:
         say(f"running the original program again ({order} order): is it deterministic?")
@@ -152,32 +128,43 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
         launches.append((order, len(got.launches)))
         if fused_counts is None:
             fused_counts = Counters.of(got.launches)
-        for name, want in _wanted(ref, names):
+        for c in seen.compared:
+            if c.buffer not in ref.final:
+                continue
+            name, want = c.buffer, ref.final[c.buffer]
             same_order = name in dependent
             if same_order:
                 want = original_in(order).final[name]
-            rows.append(_row(order, name, want, got.final.get(name), exact,
+            have, taken = as_original(c, got.final, got.initial, want)
+            rows.append(_row(order, name, want, have, exact,
                              reference=order if same_order else first,
-                             checkable=not same_order))
+                             checkable=not same_order, through=c.versions, kept=taken))
         bad = sum(r.failed for r in rows if r.order == order)
         say(f"  {order}: " + (f"{bad} of {len(names)} buffers differ" if bad else "ok"))
     return VerifyReport(tuple(rows), tuple(faults), seed, tuple(orders), exact, check_bounds,
                         tuple(names), rule, len(ref.launches), tuple(launches),
                         time.perf_counter() - t0, tuple(original_orders),
-                        tuple(dependent.values()), Counters.of(ref.launches), fused_counts)
+                        tuple(dependent.values()), Counters.of(ref.launches), fused_counts,
+                        seen.compared, seen.skipped)
 
 
 def _row(order: str, name: str, want: np.ndarray, have: np.ndarray | None, exact: bool,
-         reference: str, checkable: bool) -> VerifyRow:
+         reference: str, checkable: bool, through=(), kept: int = 0) -> VerifyRow:
     """The fused run's `have` against the original run's `want` (a buffer missing from the
-    fused run is always blamed)."""
+    fused run is always blamed). `through`: the versions `have` was read back from; `kept`:
+    elements where a version's unchanged initial contents were taken as the original's."""
     if have is None:
+        if through:
+            missing = "a version of it is missing in the fused run"
+            return VerifyRow(order, name, want.dtype.name, want.size, None, None, None, False,
+                             tol_text(want, exact), False, missing, reference)
         return VerifyRow(order, name, want.dtype.name, want.size, None, None, None, False,
                          tol_text(want, exact), False, "missing in the fused run", reference)
     c = compare(have, want, exact=exact)
     return VerifyRow(order, name, want.dtype.name, c.elements, c.mismatches, c.max_abs,
                      c.max_rel, c.bitwise, c.tolerance, c.ok, c.message, reference, checkable,
-                     c.first_index, c.first_got, c.first_want)
+                     c.first_index, c.first_got, c.first_want,
+                     tuple(n for n, _, _ in through), kept)
 
 
 def _order_dependence(a, b, names: list[str], exact: bool) -> list[OrderDependence]:

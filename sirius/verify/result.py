@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from sirius.verify.compare import tolerance_text
 from sirius.verify.counters import Counters, ratios
+from sirius.verify.observe import Compared
 
 # verdict -> exit status of `sirius verify` (docs/verify.md#exit-status)
 OK, MISMATCH, ORDER_DEPENDENT = "ok", "mismatch", "original-order-dependent"
@@ -40,6 +41,11 @@ class VerifyRow:
     first_index: int | None = None
     first_got: str = ""
     first_want: str = ""
+    # the fused program's buffers the row was read back from (storage splitting's versions,
+    # version 0 first; () for a buffer compared as itself), and the elements where a version
+    # still held its initial contents and they were taken as the original's
+    through: tuple[str, ...] = ()
+    kept_initial: int = 0
 
     @property
     def failed(self) -> bool:
@@ -48,6 +54,7 @@ class VerifyRow:
 
     def to_json(self) -> dict:
         out = {k: getattr(self, k) for k in self.__slots__}
+        out["through"] = list(self.through)
         for k in ("max_abs", "max_rel"):
             v = out[k]
             if v is not None and not math.isfinite(v):
@@ -100,6 +107,10 @@ class VerifyReport:
     # first fused run that completed (None when every fused run faulted)
     original_counters: Counters | None = None
     fused_counters: Counters | None = None
+    # each compared buffer with why it is compared (and its versions), and (buffer, why) of
+    # the original's buffers not compared; see sirius.verify.observe
+    compared: tuple[Compared, ...] = ()
+    skipped: tuple[tuple[str, str], ...] = ()
 
     def counters(self) -> dict:
         """`{"original": {...}, "fused": {...}, "ratio": {...}}` (fused / original); a side
@@ -136,6 +147,8 @@ class VerifyReport:
             "original_orders": list(self.original_orders), "exact": self.exact,
             "check_bounds": self.check_bounds, "outputs": list(self.outputs),
             "output_rule": self.output_rule, "tolerance": tolerance_text(self.exact),
+            "compared": [c.to_json() for c in self.compared],
+            "not_compared": [{"buffer": b, "why": w} for b, w in self.skipped],
             "reference_launches": self.reference_launches,
             "fused_launches": dict(self.fused_launches),
             "order_dependent": [d.to_json() for d in self.order_dependent],
@@ -151,6 +164,8 @@ class VerifyReport:
             "seed": self.seed, "orders": list(self.orders),
             "original_orders": list(self.original_orders), "check_bounds": self.check_bounds,
             "exact": self.exact, "compared": list(self.outputs),
+            "why_compared": {c.buffer: c.why for c in self.compared},
+            "not_compared": {b: w for b, w in self.skipped},
             "order_dependent": [d.buffer for d in self.order_dependent],
             "failed": [r.mismatch_line() for r in self.failed()],
             "faults": [f"{o}: {m}" for o, m in self.faults],
@@ -201,6 +216,14 @@ class VerifyReport:
         lines += [f"seed {self.seed}; compared: {self.output_rule}; "
                   f"check bounds: {'on' if self.check_bounds else 'off'}",
                   f"tolerance: {tolerance_text(self.exact)}"]
+        lines += [f"compared {c.buffer}: {c.why}" + (
+            " (" + ", ".join(n for n, _, _ in c.versions) + ")" if c.versions else "")
+            for c in self.compared]
+        lines += [f"not compared {b}: {w}" for b, w in self.skipped]
+        kept = {r.buffer: r.kept_initial for r in self.rows if r.kept_initial}
+        lines += [f"  {b}: {n} elements still held a version's initial contents, as the "
+                  "original's do (unwritten, or rewritten with the same value)"
+                  for b, n in kept.items()]
         for d in self.order_dependent:
             at = "" if d.first_index is None else \
                 f"; first at [{d.first_index}]: {d.first} vs {d.second}"
