@@ -331,7 +331,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                      if _BARRIER.search(line)]
             last_part[b.label] = f"__wi.after.{sites[-1]}"
     tail_loads: dict[str, list[str]] = {b.label: [] for b in blocks}
-    phi_fixed: dict[int, str] = {}
+    phi_fixed: dict[tuple[int, int], str] = {}  # (block, line) -> the phi rewritten
     for b in blocks:
         for k, line in enumerate(b.lines):
             if " phi " not in line or _def(line) is None:
@@ -352,7 +352,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                     rest = re.sub(r"%" + re.escape(blk) + r'(?![-\w.$"])', "%" + rename,
                                   rest, count=1)
                 new = new[:vs] + seg + rest
-            phi_fixed[id(b) * 100003 + k] = new
+            phi_fixed[id(b), k] = new
 
     def frame_ptr(off: int) -> tuple[str, str]:
         p = tmp()
@@ -407,7 +407,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if "@llvm.lifetime." in line or (d in allocas):
                 continue
             if k < nphi:
-                out.append(phi_fixed.get(id(b) * 100003 + k, line))
+                out.append(phi_fixed.get((id(b), k), line))
                 continue
             bm = _BARRIER.search(line)
             if bm:
