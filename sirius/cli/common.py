@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 import time
@@ -45,6 +46,7 @@ class Reporter:
         self.quiet = quiet
         self.start = time.perf_counter()
         self.status = None
+        self._last_tick = -math.inf
         if not quiet and sys.stderr.isatty():
             from rich.console import Console
 
@@ -61,6 +63,19 @@ class Reporter:
             self.status.update(message)
         else:
             print(line, file=sys.stderr, flush=True)
+
+    def tick(self, message: str, every: float = 5.0) -> None:
+        """Frequent progress (a launch finished): on a terminal the live status line shows it;
+        otherwise a plain line at most every `every` seconds."""
+        if self.quiet:
+            return
+        if self.status is not None:
+            self.status.update(message)
+            return
+        now = time.perf_counter()
+        if now - self._last_tick >= every:
+            self._last_tick = now
+            print(f"[{now - self.start:6.1f} s] {message}", file=sys.stderr, flush=True)
 
     def done(self, what: str = "done") -> None:
         if self.status is not None:

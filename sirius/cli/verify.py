@@ -27,13 +27,24 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         return verify_on_gpu(res, device, args, say)
     orders = tuple(args.order) if args.order else default_orders(args.seed)
     rep = verify_fused(res.original, res, seed=args.seed, orders=orders, progress=say,
-                       exact=args.exact)
+                       exact=args.exact, jobs=args.jobs, fail_fast=args.fail_fast,
+                       launch_progress=say.tick)
     say.done()
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
     else:
         print(rep.render())
     return rep.exit_status
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of worker processes (>= 1)")
+    return n
 
 
 def register(sub) -> None:
@@ -47,6 +58,11 @@ def register(sub) -> None:
                     help="forward, reverse or random:S (repeatable; default: forward, reverse "
                          "and random:SEED)")
     vp.add_argument("--exact", action="store_true", help="demand bitwise equality")
+    vp.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                    help="run the original and the fused orders in N worker processes "
+                         "(default: one per core; 1: one after another in this process)")
+    vp.add_argument("--fail-fast", action="store_true",
+                    help="stop at the first fused run that differs or faults")
     vp.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                     help="cpu (default), or gpu: original and fused on the GPU, each against "
                          "the CPU executor's original and the fused against the GPU original")

@@ -140,6 +140,23 @@ class RunResult:
         np.savez_compressed(path, **arrays)
 
 
+def buffer_dtypes(program: HostProgram, kernels: dict[str, object]) -> dict[str, np.dtype]:
+    """The dtype of each buffer of `program`: that of the kernel parameter it is first passed
+    as (`kernels`: mangled name -> KernelInfo); bytes for a buffer no parameter types. A run's
+    `RunResult.dtypes` unless `dtypes=` overrides them."""
+    out: dict[str, np.dtype] = {}
+    for launch in program.launches():
+        info = kernels.get(launch.mangled)
+        for i, a in enumerate(launch.args):
+            if isinstance(a, BufferArg) and info is not None and i < len(info.params):
+                refs = a.address.choices if isinstance(a.address, Rotating) else (a.address,)
+                for r in refs:
+                    out.setdefault(r.buffer, dtype_of(info.params[i].type))
+    for b in program.buffers:
+        out.setdefault(b.name, np.dtype(np.uint8))
+    return out
+
+
 class HostInterpreter:
     def __init__(self, program: HostProgram, kernels: dict[str, object], device: Device,
                  module, seed: int = 0, inputs: dict[str, np.ndarray] | None = None,
@@ -174,17 +191,7 @@ class HostInterpreter:
 
     # set-up ------------------------------------------------------------------------------------
     def _dtypes(self) -> dict[str, np.dtype]:
-        out: dict[str, np.dtype] = {}
-        for launch in self.p.launches():
-            info = self.kernels.get(launch.mangled)
-            for i, a in enumerate(launch.args):
-                if isinstance(a, BufferArg) and info is not None and i < len(info.params):
-                    refs = a.address.choices if isinstance(a.address, Rotating) else (a.address,)
-                    for r in refs:
-                        out.setdefault(r.buffer, dtype_of(info.params[i].type))
-        for b in self.p.buffers:
-            out.setdefault(b.name, np.dtype(np.uint8))
-        return out
+        return buffer_dtypes(self.p, self.kernels)
 
     def _count(self, ops, env) -> int:
         n = 0

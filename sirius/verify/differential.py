@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sirius.diagnostics import SiriusError
 from sirius.verify.compare import TOLERANCES, Comparison, compare, tol_text, tolerance_text
 from sirius.verify.counters import Counters
 from sirius.verify.observe import Compared, Observation, as_original, observe, observed
 from sirius.verify.result import OrderDependence, VerifyReport, VerifyRow
+from sirius.verify.runs import RunContext, Runner, RunOutput, RunSpec
 
 __all__ = ["ORDERS", "TOLERANCES", "Comparison", "Compared", "Observation", "OrderDependence",
            "VerifyReport", "VerifyRow", "compare", "observe", "observed", "tolerance_text",
@@ -64,7 +64,9 @@ def _run(host, program, kernels, order: str, seed: int, check_bounds: bool, dtyp
 def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDERS,
                  exact: bool = False, check_bounds: bool = True,
                  original_orders: Sequence[str] = ORIGINAL_ORDERS,
-                 progress: Callable[[str], None] | None = None) -> VerifyReport:
+                 progress: Callable[[str], None] | None = None, jobs: int | None = 1,
+                 fail_fast: bool = False,
+                 launch_progress: Callable[[str], None] | None = None) -> VerifyReport:
     """Run `original` in each of `original_orders` (no bounds checks; the first is the
     reference) and `fused` under every order of `orders`, on the same seeded inputs, and
     compare the observable buffers.
@@ -75,77 +77,129 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     `original-order-dependent`). An error of a fused run (a KernelFault: out of bounds,
     divergent barrier; any other SiriusError) is a mismatch, not an exception; an error of the
     original is raised (the reference must run). `exact` demands bitwise equality of floats
-    too; `check_bounds` runs the fused program with the executor's bounds checks."""
+    too; `check_bounds` runs the fused program with the executor's bounds checks.
+
+    `jobs`: worker processes for the runs (None: one per core; 1, the default: one run after
+    another in this process; sirius.verify.runs). `fail_fast`: stop at the first fused run
+    that differs or faults (the runs not finished are named in `rep.notes`).
+    `launch_progress(line)` is called after every launch of every run."""
     say = progress or (lambda _line: None)
     t0 = time.perf_counter()
     first, *others = original_orders
-    say(f"running the original program ({first} order, seed {seed})")
-    originals = {first: _run(original.host, original.program, original.kernels, first, seed,
-                             False)}
-    ref = originals[first]
     seen = observe(original.host, fused.host, getattr(fused, "storage", None))
     names, rule = seen.names, seen.rule
     for c in seen.compared:
         if c.versions:
             say(f"  {c.buffer}: compared through its versions "
                 + ", ".join(n for n, _, _ in c.versions))
-    dependent: dict[str, OrderDependence] = {}
-    for order in others:
-        say(f"running the original program again ({order} order): is it deterministic?")
-        originals[order] = _run(original.host, original.program, original.kernels, order, seed,
-                                False)
-        for d in _order_dependence(ref, originals[order], names, exact):
-            dependent.setdefault(d.buffer, d)
-    if dependent:
-        say("  the original is order-dependent in " + ", ".join(dependent))
-
-    def original_in(order: str):
-        if order not in originals:
-            say(f"running the original program ({order} order) for its order-dependent buffers")
-            originals[order] = _run(original.host, original.program, original.kernels, order,
-                                    seed, False)
-        return originals[order]
+    from sirius.runtime.interpreter import buffer_dtypes
 
     prog = _fused_program(original, fused)
     kernels = getattr(fused, "kernels", None) or original.kernels
-    rows: list[VerifyRow] = []
-    faults: list[tuple[str, str]] = []
-    launches: list[tuple[str, int]] = []
-    fused_counts: Counters | None = None  # the first completed fused run's
-    for order in orders:
-        checked = ", bounds checked" if check_bounds else ""
-        say(f"running the fused program ({order} order{checked})")
-        try:
-            got = _run(fused.host, prog, kernels, order, seed, check_bounds, dtypes=ref.dtypes)
-        except SiriusError as e:  # KernelFault: out of bounds, divergent barrier, ...
-            msg = _one_line(e)
-            faults.append((order, msg))
+    versions = {n for c in seen.compared for n, _, _ in c.versions}
+    ctx = RunContext(
+        (original.host, original.program.device_ir, tuple(original.program.files)),
+        (fused.host, prog.device_ir, prog.files),
+        {"original": tuple(original.kernels), "fused": tuple(kernels)}, seed,
+        buffer_dtypes(original.host, {k.mangled: k for k in original.kernels}),
+        {"original": frozenset(names), "fused": frozenset(names) | versions},
+        frozenset(versions))
+    tick = launch_progress or (lambda _line: None)
+    runner = Runner(ctx, jobs, lambda key, done, total: tick(f"{key}: launch {done} of {total}"),
+                    say, {"original": original.program, "fused": prog}, started=say)
+    originals: dict[str, RunOutput] = {}
+    got: dict[str, RunOutput] = {}
+    rows: dict[str, list[VerifyRow]] = {}
+    faults: dict[str, str] = {}
+    dependent: dict[str, OrderDependence] = {}
+    asked = set(original_orders)
+
+    def compare_order(order: str) -> bool:
+        """Rows of a finished fused run, once the originals it needs are there."""
+        out = got[order]
+        ref = originals[first]
+        if out.error is not None:
+            msg = _one_line(out.error)
+            faults[order] = msg
             say(f"  {order}: the fused run faulted: {msg}")
-            for name, want in _wanted(ref, names):
-                rows.append(VerifyRow(order, name, want.dtype.name, want.size, None, None, None,
-                                      False, tol_text(want, exact), False, "the run faulted"))
-            continue
-        launches.append((order, len(got.launches)))
-        if fused_counts is None:
-            fused_counts = Counters.of(got.launches)
+            rows[order] = [VerifyRow(order, name, want.dtype.name, want.size, None, None, None,
+                                     False, tol_text(want, exact), False, "the run faulted")
+                           for name, want in _wanted(ref, names)]
+            return True
+        if dependent and order not in originals:
+            if order not in asked:
+                asked.add(order)
+                runner.submit(RunSpec("original", order), "running the original program "
+                              f"({order} order) for its order-dependent buffers")
+            return False
+        rs = []
         for c in seen.compared:
             if c.buffer not in ref.final:
                 continue
             name, want = c.buffer, ref.final[c.buffer]
             same_order = name in dependent
             if same_order:
-                want = original_in(order).final[name]
-            have, taken = as_original(c, got.final, got.initial, want)
-            rows.append(_row(order, name, want, have, exact,
-                             reference=order if same_order else first,
-                             checkable=not same_order, through=c.versions, kept=taken))
-        bad = sum(r.failed for r in rows if r.order == order)
+                want = originals[order].final[name]
+            have, taken = as_original(c, out.final, out.initial, want)
+            rs.append(_row(order, name, want, have, exact,
+                           reference=order if same_order else first,
+                           checkable=not same_order, through=c.versions, kept=taken))
+        rows[order] = rs
+        bad = sum(r.failed for r in rs)
         say(f"  {order}: " + (f"{bad} of {len(names)} buffers differ" if bad else "ok"))
-    return VerifyReport(tuple(rows), tuple(faults), seed, tuple(orders), exact, check_bounds,
-                        tuple(names), rule, len(ref.launches), tuple(launches),
+        return True
+
+    checked = ", bounds checked" if check_bounds else ""
+    with runner:
+        runner.submit(RunSpec("original", first), f"running the original program ({first} "
+                      f"order, seed {seed})")
+        for order in others:
+            runner.submit(RunSpec("original", order), "running the original program again "
+                          f"({order} order): is it deterministic?")
+        for order in orders:
+            runner.submit(RunSpec("fused", order, check_bounds),
+                          f"running the fused program ({order} order{checked})")
+        waiting: list[str] = []
+        stopped = False
+        for spec, out in runner.results():
+            if spec.side == "original":
+                out.raise_error()  # the reference must run
+                originals[spec.order] = out
+                if spec.order in original_orders and \
+                        all(o in originals for o in original_orders):
+                    for o in others:
+                        for d in _order_dependence(originals[first], originals[o], names,
+                                                   exact):
+                            dependent.setdefault(d.buffer, d)
+                    if dependent:
+                        say("  the original is order-dependent in " + ", ".join(dependent))
+            else:
+                got[spec.order] = out
+                waiting.append(spec.order)
+            if not all(o in originals for o in original_orders):
+                continue
+            waiting = [o for o in waiting if not compare_order(o)]
+            if fail_fast and (faults or any(r.failed for rs in rows.values() for r in rs)):
+                stopped = True
+                break
+        if stopped:
+            left = [o for o in orders if o not in rows]
+            runner.cancel()
+            if left:
+                runner.notes.append("--fail-fast: stopped at the first mismatch; not run: "
+                                    + ", ".join(left))
+                say("  " + runner.notes[-1])
+    ref = originals[first]
+    done = [o for o in orders if o in rows]
+    launches = tuple((o, len(got[o].launches)) for o in done if got[o].error is None)
+    fused_counts = next((Counters.of(got[o].launches) for o, _ in launches), None)
+    return VerifyReport(tuple(r for o in done for r in rows[o]),
+                        tuple((o, faults[o]) for o in done if o in faults), seed, tuple(orders),
+                        exact, check_bounds, tuple(names), rule, len(ref.launches), launches,
                         time.perf_counter() - t0, tuple(original_orders),
                         tuple(dependent.values()), Counters.of(ref.launches), fused_counts,
-                        seen.compared, seen.skipped)
+                        seen.compared, seen.skipped, tuple(runner.notes), runner.workers,
+                        tuple(o for o in orders if o not in rows))
 
 
 def _row(order: str, name: str, want: np.ndarray, have: np.ndarray | None, exact: bool,
@@ -181,9 +235,11 @@ def _order_dependence(a, b, names: list[str], exact: bool) -> list[OrderDependen
     return out
 
 
-def _one_line(e: SiriusError) -> str:
-    head = f"{e.loc}: " if e.loc else ""
-    return head + "; ".join((e.message, *e.notes))
+def _one_line(e) -> str:
+    """A SiriusError, or a run's error tuple (message, location, notes), on one line."""
+    message, loc, notes = e if isinstance(e, tuple) else (e.message, e.loc, e.notes)
+    head = f"{loc}: " if loc else ""
+    return head + "; ".join((message, *notes))
 
 
 def _wanted(ref, names: list[str]):

@@ -111,6 +111,9 @@ class VerifyReport:
     # the original's buffers not compared; see sirius.verify.observe
     compared: tuple[Compared, ...] = ()
     skipped: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()  # how the runs went: a fallback to serial, --fail-fast
+    jobs: int = 1  # worker processes the runs used
+    not_run: tuple[str, ...] = ()  # fused orders not run or not finished (--fail-fast)
 
     def counters(self) -> dict:
         """`{"original": {...}, "fused": {...}, "ratio": {...}}` (fused / original); a side
@@ -149,6 +152,7 @@ class VerifyReport:
             "output_rule": self.output_rule, "tolerance": tolerance_text(self.exact),
             "compared": [c.to_json() for c in self.compared],
             "not_compared": [{"buffer": b, "why": w} for b, w in self.skipped],
+            "jobs": self.jobs, "notes": list(self.notes), "not_run": list(self.not_run),
             "reference_launches": self.reference_launches,
             "fused_launches": dict(self.fused_launches),
             "order_dependent": [d.to_json() for d in self.order_dependent],
@@ -238,6 +242,9 @@ class VerifyReport:
                 f"{k.replace('_', ' ')} {c['original'][k]} -> {c['fused'][k]}"
                 + (f" ({r:.3g}x)" if (r := c["ratio"][k]) is not None else "")
                 for k in c["original"]))
+        lines.append("runs: " + (f"{self.jobs} worker processes" if self.jobs > 1
+                                 else "one after another in this process"))
+        lines += [f"note: {n}" for n in self.notes]
         lines += [f"fault ({o}): {m}" for o, m in self.faults]
         lines += [f"mismatch: {r.mismatch_line()}" for r in self.failed()]
         lines.append(self.verdict())

@@ -1,0 +1,273 @@
+"""The program runs of differential verification, in parallel over the cores.
+
+```python
+with Runner(ctx, jobs=None, tick=print) as runner:   # None: one worker per core
+    runner.submit(RunSpec("fused", "reverse", check_bounds=True))
+    for spec, out in runner.results():                # as they finish
+        ...
+    runner.cancel()                                   # --fail-fast: stop the rest
+```
+
+Each run is one `run_host_program` on a fresh `CpuDevice`; runs are independent, so they go to
+a process pool (`concurrent.futures.ProcessPoolExecutor`). The workers are started by a fork
+server (or spawned), not forked from the caller: the caller may hold a JIT (llvmlite's MCJIT
+with its executable memory) and threads (a progress spinner), and forking a process with
+threads can deadlock the child on a lock another thread held. A worker gets the programs once
+(`RunContext`, pickled: host programs, kernel facts and device IR text) and parses and JITs the
+device module itself. Progress comes back per launch through a queue. When the pool cannot be
+used (no worker starts, a worker dies, a result does not pickle) the runs that are left go on
+serially in this process, and `notes` says so.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sirius.diagnostics import Location, SiriusError
+
+__all__ = ["RunContext", "RunOutput", "RunSpec", "Runner"]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every run needs, picklable: (host program, device IR, files) per side, the
+    kernels (KernelInfo), the seed and the original's buffer dtypes (which both sides use)."""
+
+    original: tuple  # (HostProgram, device_ir, files)
+    fused: tuple
+    kernels: dict[str, tuple]  # side -> KernelInfo tuple
+    seed: int
+    dtypes: dict[str, np.dtype]
+    keep: dict[str, frozenset[str]]  # side -> buffers whose final contents come back
+    keep_initial: frozenset[str] = frozenset()  # buffers whose initial contents come back
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    side: str  # "original" or "fused"
+    order: str
+    check_bounds: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.side} {self.order}"
+
+
+@dataclass
+class RunOutput:
+    """What a run left, for comparison: final (and some initial) contents, launch records; or
+    the error it raised (`error`: message, location, notes)."""
+
+    final: dict[str, np.ndarray] = field(default_factory=dict)
+    initial: dict[str, np.ndarray] = field(default_factory=dict)
+    launches: list = field(default_factory=list)
+    seconds: float = 0.0
+    error: tuple[str, Location | None, tuple[str, ...]] | None = None
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            message, loc, notes = self.error
+            raise SiriusError(message, loc, notes)
+
+
+@dataclass(frozen=True)
+class _Program:
+    device_ir: str
+    device_module: object
+    files: tuple
+
+
+_CTX: RunContext | None = None
+_QUEUE = None
+_PARSED: dict[str, _Program] = {}
+
+
+def _program(side: str) -> _Program:
+    if side not in _PARSED:
+        import llvmlite.binding as llvm
+
+        _, ir, files = getattr(_CTX, side)
+        _PARSED[side] = _Program(ir, llvm.parse_assembly(ir), tuple(files))
+    return _PARSED[side]
+
+
+def _init(ctx: RunContext, q) -> None:
+    global _CTX, _QUEUE
+    _CTX, _QUEUE = ctx, q
+    _PARSED.clear()
+
+
+def _run(spec: RunSpec, jobs: int | None, tick: Callable[[str, int, int], None] | None,
+         program: _Program | None = None, bar: bool = False) -> RunOutput:
+    """One run; `bar`: the executor shows long launches' progress itself (a worker does not:
+    its stderr is shared)."""
+    from sirius.runtime.cpu.device import CpuDevice
+    from sirius.runtime.interpreter import run_host_program
+
+    ctx = _CTX
+    assert ctx is not None
+    host = getattr(ctx, spec.side)[0]
+    prog = program or _program(spec.side)
+    dev = CpuDevice(order=spec.order, seed=ctx.seed, jobs=jobs, check_bounds=spec.check_bounds,
+                    progress=bar)
+    report = None if tick is None else (lambda done, total: tick(spec.key, done, total))
+    t0 = time.perf_counter()
+    try:
+        r = run_host_program(host, prog, ctx.kernels[spec.side], dev, seed=ctx.seed,
+                             order=spec.order, dtypes=ctx.dtypes, progress=report)
+    except SiriusError as e:
+        return RunOutput(seconds=time.perf_counter() - t0,
+                         error=(e.message, e.loc, tuple(e.notes)))
+    keep = ctx.keep[spec.side]
+    return RunOutput({k: v for k, v in r.final.items() if k in keep},
+                     {k: v for k, v in r.initial.items() if k in ctx.keep_initial},
+                     r.launches, r.seconds)
+
+
+def _worker(spec: RunSpec, jobs: int) -> RunOutput:
+    q = _QUEUE
+
+    def tick(key: str, done: int, total: int) -> None:
+        q.put((key, done, total))
+
+    return _run(spec, jobs, tick)
+
+
+class Runner:
+    """Runs `RunSpec`s of one `RunContext`: over `jobs` worker processes (None: one per core;
+    1: in this process, one after another). `tick(key, done, total)` is called after each
+    launch of each run; `say(line)` gets notes (a fallback to serial)."""
+
+    def __init__(self, ctx: RunContext, jobs: int | None = None,
+                 tick: Callable[[str, int, int], None] | None = None,
+                 say: Callable[[str], None] | None = None,
+                 programs: dict[str, object] | None = None,
+                 started: Callable[[str], None] | None = None):
+        self.ctx = ctx
+        self.workers = max(1, jobs if jobs is not None else (os.cpu_count() or 1))
+        self.tick = tick or (lambda _k, _d, _t: None)
+        self.say = say or (lambda _line: None)
+        self.programs = programs or {}  # side -> parsed program, for runs in this process
+        self.started = started or (lambda _line: None)  # a run's message as it starts
+        self.messages: dict[RunSpec, str] = {}
+        self.notes: list[str] = []
+        self.pool: ProcessPoolExecutor | None = None
+        self.queue = None
+        self.waiting: list[RunSpec] = []  # not yet started (serial) or not yet submitted
+        self.futures: dict[Future, RunSpec] = {}
+        self.cancelled: list[RunSpec] = []
+
+    def __enter__(self) -> Runner:
+        if self.workers > 1:
+            try:
+                method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+                mctx = mp.get_context(method)
+                self.queue = mctx.Queue()
+                self.pool = ProcessPoolExecutor(self.workers, mp_context=mctx,
+                                                initializer=_init,
+                                                initargs=(self.ctx, self.queue))
+            except (OSError, ValueError, ImportError) as e:
+                self._serial(f"no worker processes ({e}): the runs go one after another")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None and not self.futures and exc[0] is None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+        self.cancel()
+
+    def _serial(self, why: str) -> None:
+        self.notes.append(why)
+        self.say("  " + why)
+        self.pool = None
+        self.workers = 1
+
+    def submit(self, spec: RunSpec, message: str = "") -> None:
+        """Queue a run; `message` is said as it starts (with a pool: as it is queued)."""
+        self.messages[spec] = message or f"running {spec.key}"
+        if self.pool is None:
+            self.waiting.append(spec)
+            return
+        self.started(self.messages[spec])
+        try:
+            # each worker's forward order uses its share of the cores
+            jobs = max(1, (os.cpu_count() or 1) // self.workers)
+            self.futures[self.pool.submit(_worker, spec, jobs)] = spec
+        except Exception as e:  # noqa: BLE001 - no worker started (a context that does not
+            # pickle, no processes left): every run goes on here, as without a pool
+            self._broken(e, spec)
+
+    def pending(self) -> int:
+        return len(self.futures) + len(self.waiting)
+
+    def results(self) -> Iterator[tuple[RunSpec, RunOutput]]:
+        """Finished runs as they finish, until none is pending (submit may add more)."""
+        while self.futures or self.waiting:
+            if self.futures:
+                done, _ = wait(list(self.futures), timeout=0.25, return_when=FIRST_COMPLETED)
+                self._drain()
+                for f in done:
+                    spec = self.futures.pop(f)
+                    try:
+                        yield spec, f.result()
+                    except (BrokenProcessPool, OSError, EOFError, TypeError,
+                            AttributeError) as e:  # a worker died, or a result did not pickle
+                        self._broken(e, spec)
+                continue
+            spec = self.waiting.pop(0)
+            self.started(self.messages.get(spec, f"running {spec.key}"))
+            global _CTX
+            _CTX = self.ctx
+            prog = self.programs.get(spec.side)
+            yield spec, _run(spec, None, self.tick, prog, bar=True)  # type: ignore[arg-type]
+
+    def _broken(self, e: BaseException, spec: RunSpec) -> None:
+        specs = [spec, *self.futures.values()]
+        self.futures.clear()
+        if self.pool is not None:
+            self._stop_pool()
+        self._serial(f"the worker processes failed ({type(e).__name__}: {e}); the runs go "
+                     "on one after another in this process")
+        self.waiting[:0] = specs  # said again as each starts
+
+    def _stop_pool(self) -> None:
+        """Shut the pool down now, ending its worker processes (ours) that still run."""
+        assert self.pool is not None
+        procs = list((getattr(self.pool, "_processes", None) or {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        for p in procs:
+            p.join(5)
+        self.pool = None
+
+    def _drain(self) -> None:
+        if self.queue is None:
+            return
+        while True:
+            try:
+                key, done, total = self.queue.get_nowait()
+            except (queue.Empty, OSError, ValueError):
+                return
+            self.tick(key, done, total)
+
+    def cancel(self) -> None:
+        """Stop every run not finished: pending ones are dropped, running workers ended."""
+        self.cancelled += [*self.futures.values(), *self.waiting]
+        self.futures.clear()
+        self.waiting.clear()
+        if self.pool is not None:
+            self._stop_pool()
+        if self.queue is not None:
+            self.queue.close()
+            self.queue = None

@@ -1,0 +1,107 @@
+"""Verify at scale (issue 16 item 7): the original's runs and each fused order run in worker
+processes (sirius.verify.runs); the result is the serial one; --fail-fast stops at the first
+mismatch; a pool that cannot be used falls back to serial runs with a note."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+
+from codegen_support import replace_launches
+from test_codegen import CHAIN_MAPS, chain
+from test_verify import Fused, N, fused_chain
+
+from sirius.fusion.codegen.emit import build
+from sirius.fusion.spec import GLOBAL, FusedKernelSpec
+from sirius.verify import runs
+from sirius.verify.differential import verify_fused
+from tests.helpers import ROOT, run_cli
+
+ORDERS = ("forward", "reverse", "random:1")
+
+
+def dropped_launch() -> Fused:
+    """The chain with its last launch dropped: d_out keeps its seeded data (every order and
+    every element differs; test_verify.test_dropped_launch_fails)."""
+    e, _ = chain()
+    spec = FusedKernelSpec("chain3", "vertical", tuple(
+        e.member(i, param_map=m, mapping=GLOBAL) for i, m in enumerate(CHAIN_MAPS[:3])))
+    fm = build(e.program.device_ir, [spec])
+    new = fm.kernel("chain3").launch(e.launches[:3])
+    return Fused(fm.text, replace_launches(e.host, [0, 1, 2, 3], new))
+
+
+def _rows(rep) -> list[dict]:
+    return [r.to_json() for r in rep.rows]
+
+
+def test_parallel_runs_give_the_serial_report() -> None:
+    e, _ = chain()
+    ticks: list[str] = []
+    par = verify_fused(e, fused_chain(), jobs=2, launch_progress=ticks.append)
+    ser = verify_fused(e, fused_chain(), jobs=1)
+    assert par.ok and ser.ok and (par.jobs, ser.jobs) == (2, 1) and not par.notes
+    assert _rows(par) == _rows(ser) and len(par.rows) == 3
+    assert par.counters() == ser.counters()
+    # progress per launch from the workers: the original's 4 launches, each fused run's 1
+    for key in ("original forward", "original reverse"):
+        assert [t for t in ticks if t.startswith(key)] == [
+            f"{key}: launch {i} of 4" for i in (1, 2, 3, 4)]
+    for order in ORDERS:
+        assert f"fused {order}: launch 1 of 1" in ticks
+    assert "runs: 2 worker processes" in par.render()
+
+
+def test_fail_fast_stops_after_the_first_mismatch() -> None:
+    e, _ = chain()
+    lines: list[str] = []
+    rep = verify_fused(e, dropped_launch(), jobs=1, fail_fast=True, progress=lines.append)
+    assert rep.status == "mismatch"
+    assert [(r.order, r.buffer, r.mismatches) for r in rep.rows] == [("forward", "d_out", N)]
+    assert rep.not_run == ("reverse", "random:1")
+    assert rep.notes == ("--fail-fast: stopped at the first mismatch; not run: reverse, "
+                         "random:1",)
+    assert not any("fused program (reverse" in s for s in lines)
+    # without it every order runs
+    assert len(verify_fused(e, dropped_launch(), jobs=1).rows) == 3
+
+
+def test_fail_fast_with_workers() -> None:
+    e, _ = chain()
+    rep = verify_fused(e, dropped_launch(), jobs=2, fail_fast=True)
+    assert rep.status == "mismatch" and rep.failed()
+    ran = [r.order for r in rep.rows]
+    assert ran and set(ran) | set(rep.not_run) == set(ORDERS)
+    assert all(r.mismatches == N for r in rep.rows)
+
+
+def test_a_pool_that_cannot_start_falls_back_to_serial(monkeypatch) -> None:
+    # a context that does not pickle (a lock in it): no worker gets it
+    real = runs.Runner.__init__
+
+    def unpicklable(self, ctx, *a, **k):
+        real(self, dataclasses.replace(ctx, keep={**ctx.keep, "lock": threading.Lock()}),
+             *a, **k)
+
+    monkeypatch.setattr(runs.Runner, "__init__", unpicklable)
+    e, _ = chain()
+    lines: list[str] = []
+    rep = verify_fused(e, fused_chain(), jobs=2, progress=lines.append)
+    assert rep.ok and rep.jobs == 1 and len(rep.rows) == 3
+    [note] = rep.notes
+    assert note.startswith("the worker processes failed (TypeError: cannot pickle") \
+        and note.endswith("the runs go on one after another in this process")
+    assert sum("running the fused program" in s for s in lines) == 3
+    assert "note: the worker processes failed" in rep.render()
+
+
+def test_cli_jobs_and_fail_fast_options() -> None:
+    prog = str(ROOT / "tests" / "fusion" / "verify_programs" / "qkv_nocopy.cu")
+    proc = run_cli("verify", prog, "-j", "2", "--fail-fast")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the first launch tick always shows (later ones at most every 5 s on a pipe)
+    assert re.search(r"(original|fused) \S+: launch \d of \d", proc.stderr)
+    assert "runs: 2 worker processes" in proc.stdout
+    bad = run_cli("verify", prog, "-j", "0")
+    assert bad.returncode == 2 and "'0' is not a number of worker processes" in bad.stderr
