@@ -96,10 +96,23 @@ def _common(configs: Sequence[_Config]) -> _Config:
                    tuple(agree([c.dims[i] for c in configs]) for i in range(6)))
 
 
-def _launch_config(op: Launch, k: KernelText) -> _Config:
+def _launch_config(op: Launch, k: KernelText, read: set[int]) -> _Config:
+    """The launch's constants for `k`: arguments, and the dimensions the kernel reads (`read`:
+    indices into ntid x y z, nctaid x y z); a dimension it does not read is no reason to
+    rewrite it."""
     args = tuple(scalar_constant(a, p.type) for a, p in zip(op.args, k.params, strict=True))
-    dims = tuple(_const(e) for e in (*op.block, *op.grid))
+    dims = [_const(e) if i in read else None for i, e in enumerate((*op.block, *op.grid))]
     return _Config(args, tuple(int(d) if d is not None else None for d in dims))
+
+
+def _dims_read(lines: list[str], k: KernelText) -> set[int]:
+    """Which of ntid x y z, nctaid x y z the kernel's own body reads."""
+    out = set()
+    for line in lines[k.start + 1:k.end]:
+        m = _SREG.match(line)
+        if m:
+            out.add(_DIMS.index(m.group(2)) * 3 + "xyz".index(m.group(3)))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +140,8 @@ class HostConstants(ModulePass):
             if not ops or any(len(op.args) != len(k.params) for op in ops) or \
                     not edit.wrappable(k, BODY_SUFFIX):
                 continue
-            configs = [_launch_config(op, k) for op in ops]
+            read = _dims_read(edit.lines, k)
+            configs = [_launch_config(op, k, read) for op in ops]
             distinct = list(dict.fromkeys(configs))
             if len(distinct) > self.max_clones:
                 distinct = [_common(distinct)]
