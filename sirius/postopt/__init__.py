@@ -25,6 +25,7 @@ from sirius.postopt.base import (
     parse_ir,
     verify_ir,
 )
+from sirius.postopt.host_constants import HostConstants
 from sirius.postopt.llvm_opt import LlvmOpt
 from sirius.postopt.manager import PassStep, PipelineResult, run_pipeline
 from sirius.postopt.parse import PipelineError, format_pipeline, parse_pipeline
@@ -36,16 +37,22 @@ __all__ = [
     "describe", "format_pipeline", "parse_ir", "parse_pipeline", "run_pipeline", "verify_ir",
 ]
 
+# host-constants: verified on kernels/*.cu, kernels/tvm/*.cu and 60 random programs, fewer
+# dynamic instructions where it applies (BENCHMARKS.md, "Post-fusion: host-constants ...").
 DEFAULT_PASSES: tuple[ModulePass, ...] = (
+    HostConstants(),
     LlvmOpt(level=3, rounds=2),
 )
 
 
-def default_passes(opt_level: int = 3) -> tuple[ModulePass, ...]:
+def default_passes(opt_level: int = 3, *, host: bool = True) -> tuple[ModulePass, ...]:
     """The post-fusion pass list at an optimization level: DEFAULT_PASSES at 3; below, LLVM's
     pipeline at that level once (level 0, the planner's quick trial builds: only unused
-    internal functions removed)."""
+    internal functions removed). `host=False`: without the passes that need the host program
+    (a module built on its own, not inside `sirius fuse`)."""
     if opt_level == 3:
+        if not host:
+            return tuple(p for p in DEFAULT_PASSES if not p.requires)
         return DEFAULT_PASSES
     if opt_level not in (0, 1, 2):
         raise ValueError(f"optimization level {opt_level}: expected 0, 1, 2 or 3")

@@ -68,8 +68,9 @@ __all__ = ["CodegenError", "FuseKernels", "build", "main"]
 def build(device_ir: str, specs: Sequence[FusedKernelSpec], *, opt_level: int = 3,
           passes: Sequence[ModulePass] | None = None) -> FusedModule:
     """The device module `device_ir` plus one kernel per spec, optimized and verified.
-    `passes`: the post-fusion passes to run (default `default_passes(opt_level)`; `()` leaves
-    the assembled module as it is, for a caller that runs the passes itself)."""
+    `passes`: the post-fusion passes to run (default `default_passes(opt_level, host=False)`:
+    those that need no host program; `()` leaves the assembled module as it is, for a caller
+    that runs the passes itself, as `sirius fuse` does)."""
     base = _parse(device_ir, "input module")
     view = build_view(base)
     _check_names(view, specs)
@@ -91,7 +92,7 @@ def build(device_ir: str, specs: Sequence[FusedKernelSpec], *, opt_level: int = 
     # The post-fusion passes (sirius.postopt; at level 3 DEFAULT_PASSES: LLVM's O3 pipeline,
     # twice), verified after each; `mod` is handed over, not parsed again.
     try:
-        todo = default_passes(opt_level) if passes is None else tuple(passes)
+        todo = default_passes(opt_level, host=False) if passes is None else tuple(passes)
         text = run_pipeline(text_c, todo, PassContext(arch=arch), parsed=mod).text
     except PassError as e:
         raise CodegenError(f"fused module: {e.message}") from e
