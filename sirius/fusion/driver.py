@@ -41,6 +41,7 @@ from sirius.postopt import (
     PassStep,
     run_pipeline,
 )
+from sirius.postopt.host_constants import CLONE
 
 Progress = Callable[[str], None]
 
@@ -219,9 +220,11 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
             if r is None:
                 continue
             rec.resources[res.options.arch] = r
-            v = violations(r, res.options.arch, block_threads=_threads(rec.kernel))
+            clones = [c for n, c in report.kernels.items() if n.startswith(rec.name + CLONE)]
+            v = [x for c in (r, *clones)  # host-constants' clones share the kernel's limits
+                 for x in violations(c, res.options.arch, block_threads=_threads(rec.kernel))]
             if v:
-                bad.append((rec, "; ".join(v)))
+                bad.append((rec, "; ".join(dict.fromkeys(v))))
         if not bad:
             break
         for name, why in dict((rec.name, why) for rec, why in bad).items():
