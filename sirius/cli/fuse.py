@@ -22,7 +22,8 @@ def progress(quiet: bool) -> Reporter:
 
 def _options(args: argparse.Namespace) -> Options:
     return Options(arch=args.arch, arrangement=args.arrangement,
-                   split_storage=not args.no_split_storage, wavefront=not args.no_wavefront)
+                   split_storage=not args.no_split_storage, wavefront=not args.no_wavefront,
+                   cross_syncs=not args.keep_syncs)
 
 
 def post_passes(args: argparse.Namespace):
@@ -200,6 +201,9 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
                          "splitting)")
     sp.add_argument("--no-wavefront", action="store_true",
                     help="do not skew host loop nests into wavefronts")
+    sp.add_argument("--keep-syncs", action="store_true",
+                    help="every host sync between launches ends a run (default: syncs the "
+                         "host observes nothing after are crossed)")
     sp.add_argument("-p", "--passes", metavar="PIPELINE",
                     help="the post-fusion passes, as `sirius opt -p` takes them (e.g. "
                          "'host-constants,llvm-opt{level=3,rounds=2}'; `sirius opt "

@@ -83,6 +83,7 @@ class FuseResult:
     storage: object | None
     wavefront: object | None
     ptx: str = ""
+    syncs: object | None = None  # plan.syncs.SyncCrossing: the host syncs crossed and kept
     resources: dict[str, KernelResources] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     passes: tuple[ModulePass, ...] = DEFAULT_PASSES  # the post-fusion pipeline
@@ -136,6 +137,7 @@ class Plan:
     storage: object | None
     wavefront: object | None
     seconds: dict[str, float]
+    syncs: object | None = None  # plan.syncs.SyncCrossing
 
 
 def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Plan:
@@ -143,7 +145,15 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
     kernels = list(a.original.kernels)
     host, uar = a.original.host, a.uar
     secs: dict[str, float] = {}
-    storage = wave = None
+    storage = wave = syncs = None
+    if options.cross_syncs:
+        from sirius.fusion.plan.syncs import cross_idle_syncs
+
+        syncs = cross_idle_syncs(host)
+        if syncs.host is not host:
+            progress(f"host syncs: {len(syncs.crossed)} idle sync(s) crossed")
+            host = syncs.host
+            uar = build_uar(a.view, kernels, host, a.analyzer)
     if options.split_storage:
         from sirius.fusion.plan.storage import split_storage
 
@@ -169,7 +179,7 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
     progress(f"planning ({options.arrangement} arrangement)")
     regions = Planner(host, uar, kernels, options).plan()
     secs["planning"] = time.perf_counter() - t
-    return Plan(a, options, host, uar, regions, storage, wave, secs)
+    return Plan(a, options, host, uar, regions, storage, wave, secs, syncs)
 
 
 def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
@@ -180,7 +190,7 @@ def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
     original = plan.analysed.original
     result = FuseResult(tuple(paths), plan.options, original, plan.host, plan.uar, plan.host,
                         original.program.device_ir, plan.regions, [], [], plan.storage,
-                        plan.wavefront, seconds=dict(plan.seconds),
+                        plan.wavefront, seconds=dict(plan.seconds), syncs=plan.syncs,
                         passes=DEFAULT_PASSES if passes is None else tuple(passes))
     _generate(result, original.kernels, progress)
     return result

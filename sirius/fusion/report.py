@@ -40,6 +40,7 @@ def plan_json(res: FuseResult, verification: dict | None = None) -> dict:
         "fused_kernels": [_fused_json(res, rec) for rec in res.fused],
         "storage": _storage_json(res),
         "wavefront": _wave_json(res),
+        "syncs": res.syncs.to_json() if res.syncs is not None else None,
         "not_fused": not_fused(res),
         "undone": list(res.undone),
         "postopt": {"pipeline": ",".join(str(p) for p in res.passes),
@@ -95,6 +96,8 @@ def not_fused(res: FuseResult) -> list[str]:
     out = []
     for r in res.regions:
         out += r.notes
+    if res.syncs is not None:
+        out += [f"launches on either side of the {k}" for k in res.syncs.kept]
     out += loop_notes(res.uar)
     return out
 
@@ -176,6 +179,7 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
     nests = res.wavefront.nests if res.wavefront is not None else ()
     lines += [f"- {n}" for n in nests] if nests else ["No host loop nest considered."]
     lines.append("")
+    lines += syncs_md(res)
     lines += ["## Not fused, and why", ""]
     nf = not_fused(res)
     lines += [f"- {x}" for x in nf] if nf else ["Every region is one kernel."]
@@ -192,6 +196,19 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
                          f"{r.spill_stores + r.spill_loads} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def syncs_md(res: FuseResult) -> list[str]:
+    lines = ["## Host synchronisations", ""]
+    s = res.syncs
+    if s is None:
+        return lines + ["Not crossed (--keep-syncs): every sync between launches ends a run.", ""]
+    if not s.crossed and not s.kept:
+        return lines + ["No sync between launches.", ""]
+    lines += [f"- {c}" for c in s.crossed] + [f"- {k}" for k in s.kept]
+    lines += ["- timers read between launches (clock(), gettimeofday, std::chrono, "
+              "cudaEventElapsedTime) are not observations: they do not keep a sync", ""]
+    return lines
 
 
 def postopt_line(res: FuseResult) -> str:

@@ -231,10 +231,13 @@ class CudaRuntime:
         if name.startswith("llvm.memcpy") or name.startswith("llvm.memmove"):
             return self.host_memcpy(args, ins)
         if name.startswith("llvm.memset"):
+            self.interp.touched(args[0], True, ins)
             self.clobber(args[0], args[2], ins, "set by memset")
             return Unknown("memset")
         if name in _HARMLESS:
             for a in args:
+                if isinstance(a, HostPtr) and name != "cudaEventRecord":
+                    self.interp.touched(a, True, ins)  # cudaFreeHost too: memory a copy uses
                 if isinstance(a, HostPtr) and name not in ("cudaEventRecord", "cudaFreeHost"):
                     self.interp.mem.havoc(a.region, Unknown(f"written by {name}()",
                                                             self.interp.loc(ins)))
@@ -252,6 +255,8 @@ class CudaRuntime:
     def host_memcpy(self, args: list[AV], ins: Instr) -> AV:
         dst, src, n = args[0], args[1], args[2]
         mem = self.interp.mem
+        self.interp.touched(src, False, ins)
+        self.interp.touched(dst, True, ins)
         if isinstance(dst, HostPtr) and isinstance(src, HostPtr) and isinstance(n, Int) and \
                 n.e.is_const and dst.offset.is_const and src.offset.is_const:
             cells = dict(mem.cells.get(src.region, {}))
@@ -383,6 +388,10 @@ class CudaRuntime:
             op = Copy("D2D", self.device_address(dst, ins, "the copy's destination"),
                       self.device_address(src, ins, "the copy's source"), nbytes, is_async, loc)
         self.interp.emit(op)
+        if is_async and k in (1, 2) and not self.interp.probing:
+            host = src if k == 1 else dst
+            region = host.region if isinstance(host, HostPtr) else None
+            self.interp.watch.async_copy(op.kind, region, self.host_ref(host).name, loc)
         return const(0, 32)
 
     def device_addresses_in(self, src: AV, nbytes: Expr, ins: Instr):

@@ -21,6 +21,7 @@ from sirius.analysis.host.flow import Frame, HostFlow
 from sirius.analysis.host.libcalls import IGNORED_INTRINSICS
 from sirius.analysis.host.loops import LoopShape
 from sirius.analysis.host.model import Buffer, HostProgram, Op
+from sirius.analysis.host.observe import SyncWatch
 from sirius.analysis.host.ops import binary, cast, float_binary, icmp, shift_to_packed, truth
 from sirius.analysis.host.values import (
     AV,
@@ -69,6 +70,7 @@ class HostInterpreter(HostFlow):
         self.n_opaque = 0
         self.probing = 0
         self.api = cudaapi.CudaRuntime(self)
+        self.watch = SyncWatch()
 
     # entry ---------------------------------------------------------------------------------
     def run(self) -> HostProgram:
@@ -92,6 +94,20 @@ class HostInterpreter(HostFlow):
 
     def emit(self, op: Op) -> None:
         self.ops[-1].append(op)
+        if not self.probing:
+            self.watch.emitted(self.ops[-1], op)
+
+    def touched(self, av: AV, write: bool, ins: Instr | None) -> None:
+        """Host memory accessed at `ins` (for the syncs the host observes: observe.py)."""
+        if self.probing or not (self.watch.open and self.watch.pending):
+            return
+        if isinstance(av, HostPtr):
+            if write:
+                self.watch.write(av.region, self.loc(ins))
+            else:
+                self.watch.read(av.region, self.loc(ins))
+        elif not isinstance(av, DevPtr | Null | FuncPtr):
+            self.watch.unknown(write, self.loc(ins))
 
     def loc(self, ins: Instr | None) -> Location | None:
         return self.view.loc(ins) if ins is not None else None
@@ -304,6 +320,7 @@ class HostInterpreter(HostFlow):
 
     def load(self, frame: Frame, ins: Instr) -> AV:
         p = self.val(frame, ins.operands[0])
+        self.touched(p, False, ins)
         if isinstance(p, HostPtr):
             if not p.offset.is_const:
                 return Unknown("host memory read at an index that depends on loop variables",
@@ -326,6 +343,7 @@ class HostInterpreter(HostFlow):
             self.escaped.add(v.region)
         device, via = self.provenance(frame, ins.operands[0])
         if isinstance(p, HostPtr):
+            self.touched(p, True, ins)
             placed = p.offset.is_const
             if placed:
                 self.mem.store(p.region, p.offset.const, self.types.size(ins.operands[0].type), v)
@@ -383,6 +401,11 @@ class HostInterpreter(HostFlow):
             return self.call_function(fn, args, ins)
         # An external function: assume it may write through every pointer it receives, and
         # copy there what the others point to.
+        for a, av in zip(args_v, args, strict=True):
+            if a.type.startswith("ptr"):
+                self.touched(av, False, ins)
+                if not cudaapi.is_readonly(name):
+                    self.touched(av, True, ins)
         if not cudaapi.is_readonly(name):
             device = any(isinstance(av, DevPtr) for av in args)
             via: frozenset[str] = frozenset()

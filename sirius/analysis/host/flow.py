@@ -14,6 +14,7 @@ from sirius.analysis.cfg import FunctionCFG, NaturalLoop
 from sirius.analysis.expr import Expr
 from sirius.analysis.host import cudaapi
 from sirius.analysis.host.addresses import MAX_CONCRETE_TRIPS, AddressFlow, NotConcrete
+from sirius.analysis.host.libcalls import IGNORED_INTRINSICS
 from sirius.analysis.host.loops import LoopShape, analyse_loop, carried_values
 from sirius.analysis.host.model import DevRef, Loop
 from sirius.analysis.host.ops import truth
@@ -168,17 +169,54 @@ class HostFlow(AddressFlow):
         why = Unknown(f"computed by host code sirius skips (line {loc.line if loc else '?'})")
         blocks = set(blocks)
         writes = self.skipped_writes(frame, blocks)  # judged before its values are forgotten
+        self.skipped_accesses(frame, blocks)
         for b in blocks:
             for ins in b.instrs:
                 frame.env[ins] = why
         for t, (device, via), ins in writes:
             self.havoc_through(frame, t, why, device, via, ins)
 
+    def skipped_accesses(self, frame: Frame, blocks: set[Block]) -> None:
+        """The host memory skipped code may read or write, for the syncs the host observes
+        (observe.py); its values are judged before they are forgotten."""
+        watch = self.watch
+        if self.probing or not (watch.open and watch.pending):
+            return
+        for b in sorted(blocks, key=lambda b: b.function.blocks.index(b) if b.function else 0):
+            for ins in b.instrs:
+                if ins.opcode == "load":
+                    ptrs = [(ins.operands[0], False)]
+                elif ins.opcode == "store":
+                    ptrs = [(ins.operands[1], True)]
+                elif ins.opcode in ("call", "invoke"):
+                    callee = ins.callee
+                    name = callee.name if callee is not None and callee.kind == "func" else ""
+                    if name.startswith(IGNORED_INTRINSICS):
+                        continue
+                    ro = cudaapi.is_readonly(name)
+                    ptrs = [(a, w) for a in ins.args if a.type.startswith("ptr")
+                            for w in ((False,) if ro else (False, True))]
+                else:
+                    continue
+                for ptr, write in ptrs:
+                    regions = self.pointer_regions(frame, ptr, set())
+                    if regions is None:
+                        watch.unknown(write, self.loc(ins))
+                    for r in regions or ():
+                        (watch.write if write else watch.read)(r, self.loc(ins))
+                    if not (watch.open and watch.pending):
+                        return
+
     def havoc_through(self, frame: Frame, ptr: Value, why: Unknown, device: bool = False,
                       via: frozenset[str] = frozenset(), ins: Instr | None = None) -> None:
         """Forget what the memory `ptr` may point into holds; `device`: a device address may
         have been written there (where is not known), `via`: bytes of those device buffers."""
         regions = self.pointer_regions(frame, ptr, set())
+        if not self.probing and self.watch.open and self.watch.pending:
+            for r in regions or ():
+                self.watch.write(r, self.loc(ins))
+            if regions is None:
+                self.watch.unknown(True, self.loc(ins))
         if regions is None:
             regions = {r for r in self.regions.values() if r.kind != "alloca"} | self.escaped
         for r in regions:

@@ -172,11 +172,19 @@ class Launch:
 
 @dataclass(frozen=True, slots=True)
 class Sync:
+    """A host synchronisation. `observed` says why it orders something the host observes
+    before the next GPU operation (the host reads memory an asynchronous copy fills, or changes
+    memory one reads, and where); empty: an idle sync, which fusion may cross."""
+
     what: str  # device | stream | event
     loc: Location | None = None
+    observed: str = ""
 
     def to_json(self) -> dict:
-        return {"op": "sync", "what": self.what, "loc": _loc(self.loc)}
+        out = {"op": "sync", "what": self.what, "loc": _loc(self.loc)}
+        if self.observed:
+            out["observed"] = self.observed
+        return out
 
 
 @dataclass(frozen=True, slots=True)

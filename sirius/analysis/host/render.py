@@ -69,6 +69,8 @@ def op_lines(ops: list[dict], depth: int) -> list[tuple[str, str]]:
             text = f"memset {_addr(op['dst'])} = {op['value']} ({op['bytes']} B)"
         elif kind == "sync":
             text = f"sync   {op['what']}"
+            if op.get("observed"):
+                text += f" (kept: {op['observed']})"
         else:
             smem = f", smem {op['smem']}" if op["smem"] != 0 else ""
             args = ", ".join(_arg(a) for a in op["args"])

@@ -53,6 +53,7 @@ class Options:
     arrangement: str = "auto"
     split_storage: bool = True
     wavefront: bool = True
+    cross_syncs: bool = True  # idle host syncs between launches do not end a run (syncs.py)
 
 
 @dataclass(frozen=True, slots=True)
