@@ -76,43 +76,49 @@ class Fusion:
 def fuse(*files: str | Path, arch: str = "sm_80", arrangement: str = "auto",
          entry: str = "main", includes: Sequence[str] = (), defines: Sequence[str] = (),
          clang_flags: Sequence[str] = (), split_storage: bool = True, wavefront: bool = True,
-         use_cache: bool = True, progress: Callable[[str], None] | None = None) -> Fusion:
-    """Compile, analyse and fuse a whole CUDA program (the `sirius fuse` command)."""
+         use_cache: bool = True, progress: Callable[[str], None] | None = None,
+         argv: Sequence[str] | None = None) -> Fusion:
+    """Compile, analyse and fuse a whole CUDA program (the `sirius fuse` command); `argv`: the
+    program's arguments (`--args`), to which it is then specialised."""
     options = Options(arch=arch, arrangement=arrangement, split_storage=split_storage,
                       wavefront=wavefront)
     result = pipeline.fuse(files, options, entry=entry,
                            flags=_flags(includes, defines, clang_flags), use_cache=use_cache,
-                           progress=progress or (lambda _: None))
+                           progress=progress or (lambda _: None), argv=argv)
     return Fusion(result)
 
 
 def analyze(*files: str | Path, arch: str = "sm_80", entry: str = "main",
             includes: Sequence[str] = (), defines: Sequence[str] = (),
-            clang_flags: Sequence[str] = (), use_cache: bool = True):
+            clang_flags: Sequence[str] = (), use_cache: bool = True,
+            argv: Sequence[str] | None = None):
     """The UAR of a program: statements, dependences with their widths (`sirius analyze`)."""
     from sirius.analysis.program import analyze as _analyze
 
     return _analyze([Path(f) for f in files], entry, arch,
-                    _flags(includes, defines, clang_flags), use_cache)
+                    _flags(includes, defines, clang_flags), use_cache, argv=argv)
 
 
 def inspect(*files: str | Path, arch: str = "sm_80", entry: str = "main",
             includes: Sequence[str] = (), defines: Sequence[str] = (),
-            clang_flags: Sequence[str] = (), use_cache: bool = True) -> dict:
+            clang_flags: Sequence[str] = (), use_cache: bool = True,
+            argv: Sequence[str] | None = None) -> dict:
     """The kernels and host model as the `sirius inspect --json` document."""
     from sirius.analysis.program import inspect_document
 
     return inspect_document(list(files), entry, arch, _flags(includes, defines, clang_flags),
-                            use_cache)
+                            use_cache, argv)
 
 
 def run(*files: str | Path, arch: str = "sm_80", entry: str = "main", seed: int = 0,
         order: str = "forward", check_bounds: bool = False, inputs=None,
         includes: Sequence[str] = (), defines: Sequence[str] = (),
-        clang_flags: Sequence[str] = (), use_cache: bool = True):
+        clang_flags: Sequence[str] = (), use_cache: bool = True,
+        argv: Sequence[str] | None = None):
     """Run a whole program on the CPU executor (`sirius run`); returns the RunResult."""
     from sirius.runtime.interpreter import run_program
 
     return run_program(list(files), entry=entry, arch=arch,
                        flags=_flags(includes, defines, clang_flags), seed=seed, order=order,
-                       inputs=inputs, check_bounds=check_bounds, use_cache=use_cache)
+                       inputs=inputs, check_bounds=check_bounds, use_cache=use_cache,
+                       argv=argv)

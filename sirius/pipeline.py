@@ -38,10 +38,13 @@ def _quiet(_: str) -> None:
 
 def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: str = "main",
          flags: Sequence[str] = (), use_cache: bool = True,
-         progress: Progress = _quiet, passes: Sequence[ModulePass] | None = None) -> FuseResult:
+         progress: Progress = _quiet, passes: Sequence[ModulePass] | None = None,
+         argv: Sequence[str] | None = None) -> FuseResult:
     """Compile, analyse and fuse a whole CUDA program; the result carries the original, the
     plan, the fused host program, the fused device module and its PTX. `passes`: the
-    post-fusion pipeline (default `sirius.postopt.DEFAULT_PASSES`; `()` runs none)."""
+    post-fusion pipeline (default `sirius.postopt.DEFAULT_PASSES`; `()` runs none); `argv`:
+    the program's arguments (the host model, and so the fused program, is specialised to
+    them)."""
     options = options or Options()
     paths = tuple(Path(f) for f in files)
     t0 = time.perf_counter()
@@ -50,7 +53,7 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
                               use_cache=use_cache)                               # frontend
     device, host = build_view(program.device_module), build_view(program.host_module)
     kernels = kernel_infos(device)                                               # kernel facts
-    host_program = extract_host_program(host, device, entry)                     # host model
+    host_program = extract_host_program(host, device, entry, argv)               # host model
     original = Original(program, tuple(kernels), host_program)
     analysed = kernel_summaries_and_uar(original)                # kernel summaries -> UAR
     analysis_seconds = time.perf_counter() - t0

@@ -11,7 +11,7 @@ starts from these three values.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sirius._version import __version__
@@ -23,23 +23,25 @@ from sirius.frontend import compile_program
 
 
 def analyse(files, entry: str = "main", arch: str = "sm_80", flags: list[str] | None = None,
-            use_cache: bool = True):
-    """Compile and extract: (Program, kernel facts, HostProgram)."""
+            use_cache: bool = True, argv: Sequence[str] | None = None):
+    """Compile and extract: (Program, kernel facts, HostProgram); `argv`: the program's
+    arguments (--args), None when they are not known."""
     paths = [Path(f) for f in files]
     program = compile_program(paths, arch=arch, extra_flags=list(flags or ()),
                               use_cache=use_cache)
     device = build_view(program.device_module)
     host = build_view(program.host_module)
     kernels = kernel_infos(device)
-    host_program = extract_host_program(host, device, entry)
+    host_program = extract_host_program(host, device, entry, argv)
     return program, kernels, host_program
 
 
 def inspect_document(files, entry: str = "main", arch: str = "sm_80",
-                     flags: list[str] | None = None, use_cache: bool = True) -> dict:
+                     flags: list[str] | None = None, use_cache: bool = True,
+                     argv: Sequence[str] | None = None) -> dict:
     """The `sirius inspect --json` document (docs/host-model.md is its schema)."""
     paths = [Path(f) for f in files]
-    return document(paths, arch, *analyse(paths, entry, arch, flags, use_cache)[1:])
+    return document(paths, arch, *analyse(paths, entry, arch, flags, use_cache, argv)[1:])
 
 
 def document(paths: list[Path], arch: str, kernels, host_program) -> dict:
@@ -54,11 +56,12 @@ def document(paths: list[Path], arch: str, kernels, host_program) -> dict:
 
 def analyze(files: list[Path], entry: str = "main", arch: str = "sm_80",
             flags: list[str] | None = None, use_cache: bool = True,
-            progress: Callable[[str], None] = lambda _: None) -> UAR:
+            progress: Callable[[str], None] = lambda _: None,
+            argv: Sequence[str] | None = None) -> UAR:
     """Compile, extract the host model and build the UAR of a program."""
     t0 = time.perf_counter()
     progress(f"compiling and extracting the host model of {', '.join(map(str, files))}")
-    program, kernels, host_program = analyse(files, entry, arch, flags, use_cache)
+    program, kernels, host_program = analyse(files, entry, arch, flags, use_cache, argv)
     t1 = time.perf_counter()
     n, k = len(host_program.launches()), len(kernels)
     progress(f"kernel summaries and dependences: {n} launch site{'s' * (n != 1)}, "

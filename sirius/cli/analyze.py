@@ -10,7 +10,7 @@ from sirius.analysis.host.render import op_lines
 from sirius.analysis.program import analyze
 from sirius.analysis.uar.build import UAR, Dependence
 from sirius.analysis.uar.effects import Statement
-from sirius.cli.common import Reporter, clang_flags, program_args, report_args
+from sirius.cli.common import Reporter, clang_flags, program_args, program_argv, report_args
 
 EDGE_STYLE = {  # Graphviz attributes per width; CTRL edges are dotted grey
     "THREAD": 'color="forestgreen", style="solid"',
@@ -152,7 +152,8 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     flags = clang_flags(args)
     files = [Path(f) for f in args.files]
     say = Reporter(args.quiet)
-    uar = analyze(files, args.entry, args.arch, flags, not args.no_cache, progress=say)
+    uar = analyze(files, args.entry, args.arch, flags, not args.no_cache, progress=say,
+                  argv=program_argv(args))
     say.done()
     if args.dot:
         Path(args.dot).write_text(render_dot(uar))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import shlex
 import sys
 import time
 
@@ -20,9 +21,25 @@ def program_args(sp: argparse.ArgumentParser) -> None:
                     help="define a macro")
     sp.add_argument("-Xclang", "--clang-flag", dest="clang_flags", action="append", default=[],
                     metavar="ARG", help="pass ARG to clang (repeatable)")
+    sp.add_argument("--args", dest="program_args", metavar='"A B ..."',
+                    help="the program's command-line arguments (split like a shell does): "
+                         "argc and argv are then known, and the program is specialised to them")
     sp.add_argument("--no-cache", action="store_true", help="recompile, ignore the IR cache")
     sp.add_argument("-q", "--quiet", action="store_true",
                     help="no progress on stderr (results and errors still print)")
+
+
+def program_argv(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The words of --args, None when it is not given."""
+    text = getattr(args, "program_args", None)
+    if text is None:
+        return None
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as e:
+        from sirius.diagnostics import SiriusError
+
+        raise SiriusError(f"--args {text!r}: {e}") from e
 
 
 def clang_flags(args: argparse.Namespace) -> list[str]:

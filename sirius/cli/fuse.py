@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sirius.cli.common import Reporter, clang_flags, program_args
+from sirius.cli.common import Reporter, clang_flags, program_args, program_argv
 from sirius.diagnostics import SiriusError, warn
 from sirius.fusion.plan.planner import ARRANGEMENTS, Options
 
@@ -44,7 +44,8 @@ def fuse_from_args(args: argparse.Namespace, say):
     flags = clang_flags(args)
     passes = post_passes(args)  # a bad pipeline fails before any work
     return fuse([Path(f) for f in args.files], _options(args), entry=args.entry, flags=flags,
-                use_cache=not args.no_cache, progress=say, passes=passes)
+                use_cache=not args.no_cache, progress=say, passes=passes,
+                argv=program_argv(args))
 
 
 def summary(res) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 
 from sirius.analysis.host.render import op_lines, short_loc
 from sirius.analysis.program import analyse, document
-from sirius.cli.common import clang_flags, program_args, report_args
+from sirius.cli.common import clang_flags, program_args, program_argv, report_args
 
 
 def render_text(doc: dict) -> str:
@@ -36,7 +37,8 @@ def render_text(doc: dict) -> str:
             facts.append("textures")
         lines.append("    " + "; ".join(facts))
     host = doc["host"]
-    lines += ["", f"host program (entry {host['entry']}):", "  buffers:"]
+    given = f", arguments {shlex.join(host['argv'])!s}" if "argv" in host else ""
+    lines += ["", f"host program (entry {host['entry']}{given}):", "  buffers:"]
     width = max((len(b["name"]) for b in host["buffers"]), default=4)
     for b in host["buffers"]:
         lines.append(f"    {b['name']:<{width}}  {b['bytes']:>10} B  {b['role']:<6}  "
@@ -55,7 +57,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     flags = clang_flags(args)
     paths = [Path(f) for f in args.files]
     program, kernels, host_program = analyse(paths, args.entry, args.arch, flags,
-                                             not args.no_cache)
+                                             not args.no_cache, program_argv(args))
     doc = document(paths, args.arch, kernels, host_program)
     if args.emit_ir:
         out = Path(args.emit_ir)

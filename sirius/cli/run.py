@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sirius.cli.common import clang_flags, print_table, program_args, report_args
+from sirius.cli.common import clang_flags, print_table, program_args, program_argv, report_args
 from sirius.diagnostics import SiriusError
 
 
@@ -82,7 +82,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                              inputs=inputs, check_bounds=args.check_bounds,
                              opaque_trips=args.opaque_trips, jobs=args.jobs,
                              use_cache=not args.no_cache, progress=progress,
-                             launch_progress=not args.quiet)
+                             launch_progress=not args.quiet, argv=program_argv(args))
     finally:
         stop()
     return _report(result, args)
@@ -101,7 +101,8 @@ def _cmd_run_gpu(args: argparse.Namespace, inputs, flags) -> int:
                           "blocks in its own order and has no bounds checks")
     result = run_program_gpu([Path(f) for f in args.files], entry=args.entry, arch=args.arch,
                              flags=flags, seed=args.seed, inputs=inputs,
-                             opaque_trips=args.opaque_trips, use_cache=not args.no_cache)
+                             opaque_trips=args.opaque_trips, use_cache=not args.no_cache,
+                             argv=program_argv(args))
     return _report(result, args)
 
 

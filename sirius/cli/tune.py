@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sirius.cli.common import Reporter, clang_flags, print_table, program_args
+from sirius.cli.common import Reporter, clang_flags, print_table, program_args, program_argv
 from sirius.diagnostics import SiriusError
 
 
@@ -47,7 +47,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     if note:
         say(note)
     src = Source(tuple(args.files), arch, args.entry, tuple(clang_flags(args)),
-                 not args.no_cache, args.seed)
+                 not args.no_cache, args.seed, program_argv(args))
     result = tune(src, g, jobs=args.jobs or default_jobs(), use_ray=args.ray,
                   ray_address=args.ray_address, verify_all=args.verify_all, progress=say)
     if note:

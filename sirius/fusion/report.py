@@ -3,6 +3,7 @@ plus every fused kernel with the original statement instances it covers) and rep
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from sirius._version import __version__
@@ -37,6 +38,7 @@ def plan_json(res: FuseResult, verification: dict | None = None) -> dict:
         "kernels": [kernel_to_json(k) for k in res.original.kernels],
         "host": res.host.to_json(),
         "launches": {"before": res.launches_before, "after": res.launches_after},
+        "argv": list(res.original.host.argv) if res.original.host.argv is not None else None,
         "fused_kernels": [_fused_json(res, rec) for rec in res.fused],
         "storage": _storage_json(res),
         "wavefront": _wave_json(res),
@@ -134,6 +136,7 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
              f"- launches: {res.launches_before} before, {res.launches_after} after "
              "(dynamic count; constant host loops unrolled in the count)",
              f"- fused kernels: {len(res.fused)}",
+             *argv_lines(res),
              f"- post-fusion passes: {postopt_line(res)}",
              f"- verification: {verification_line(verification or NOT_VERIFIED)}", ""]
     plain = {k.mangled: k.name for k in res.original.kernels}
@@ -196,6 +199,15 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
                          f"{r.spill_stores + r.spill_loads} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def argv_lines(res: FuseResult) -> list[str]:
+    argv = res.original.host.argv
+    if argv is None:
+        return []
+    return [f"- program arguments (--args): {shlex.join(argv)!r}; argc = {len(argv) + 1}, "
+            "and the program is specialised to them (sizes and branches that depend on them "
+            "are constants here)"]
 
 
 def syncs_md(res: FuseResult) -> list[str]:

@@ -23,7 +23,7 @@ import hashlib
 import re
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -398,14 +398,14 @@ def run_program(files, *, entry: str = "main", arch: str = "sm_80", flags=None, 
                 check_bounds: bool = False, trace: bool = False, opaque_trips: int = 3,
                 jobs: int | None = None, use_cache: bool = True,
                 progress: Callable[[int, int], None] | None = None,
-                launch_progress: bool = True) -> RunResult:
+                launch_progress: bool = True, argv: Sequence[str] | None = None) -> RunResult:
     """Compile, extract and run a whole CUDA program on the CPU executor. `progress` is called
     after every launch; `launch_progress` shows long launches' progress on stderr."""
     from sirius.analysis.program import analyse
     from sirius.runtime.cpu.device import CpuDevice
 
     paths = [Path(f) for f in files]
-    program, kernels, host_program = analyse(paths, entry, arch, flags or [], use_cache)
+    program, kernels, host_program = analyse(paths, entry, arch, flags or [], use_cache, argv)
     device = CpuDevice(order=order, seed=seed, jobs=jobs, check_bounds=check_bounds, trace=trace,
                        progress=launch_progress)
     return run_host_program(host_program, program, kernels, device, seed=seed, inputs=inputs,

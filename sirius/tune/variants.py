@@ -54,6 +54,7 @@ class Source:
     flags: tuple[str, ...] = ()
     use_cache: bool = True
     seed: int = 7
+    argv: tuple[str, ...] | None = None  # the program's arguments (--args)
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def session(src: Source) -> _Session:
         from sirius.tune.counts import input_dtypes
 
         program, kernels, host = analyse([Path(f) for f in src.files], src.entry, src.arch,
-                                         list(src.flags), src.use_cache)
+                                         list(src.flags), src.use_cache, src.argv)
         original = Original(program, tuple(kernels), host)
         s = _Session(original, kernel_summaries_and_uar(original), input_dtypes(original))
         _SESSIONS[src] = s

@@ -13,20 +13,24 @@ cannot represent faithfully raises HostAnalysisError at the source line responsi
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from sirius.analysis.cfg import FunctionCFG
 from sirius.analysis.expr import Expr
 from sirius.analysis.host import cudaapi
+from sirius.analysis.host.argv import program_arguments, string_call
+from sirius.analysis.host.floats import float_binary, float_call
 from sirius.analysis.host.flow import Frame, HostFlow
 from sirius.analysis.host.libcalls import IGNORED_INTRINSICS
 from sirius.analysis.host.loops import LoopShape
 from sirius.analysis.host.model import Buffer, HostProgram, Op
 from sirius.analysis.host.observe import SyncWatch
-from sirius.analysis.host.ops import binary, cast, float_binary, icmp, shift_to_packed, truth
+from sirius.analysis.host.ops import binary, cast, icmp, shift_to_packed, truth
 from sirius.analysis.host.values import (
     AV,
     DevPtr,
     Flt,
+    FltInt,
     FuncPtr,
     HostPtr,
     Int,
@@ -52,11 +56,13 @@ from sirius.diagnostics import HostAnalysisError, Location
 
 
 class HostInterpreter(HostFlow):
-    def __init__(self, host: ModuleView, kernels: dict[str, cudaapi.KernelSig], entry: str):
+    def __init__(self, host: ModuleView, kernels: dict[str, cudaapi.KernelSig], entry: str,
+                 argv: Sequence[str] | None = None):
         self.view = host
         self.types = TypeTable(host.struct_bodies)
         self.kernels = kernels
         self.entry = entry
+        self.argv = tuple(argv) if argv is not None else None
         self.mem = Memory()
         self.regions: dict[str, Region] = {}
         self.escaped: set[Region] = set()
@@ -80,8 +86,15 @@ class HostInterpreter(HostFlow):
         if fn is None or fn.is_declaration:
             raise HostAnalysisError(f"the host entry function '{self.entry}' is not defined "
                                     "in the program (use --entry NAME to pick another)")
-        self.call_function(fn, [], None)
-        return HostProgram(self.entry, tuple(self.api.finish_buffers()), tuple(self.ops[0]))
+        args: list[AV] = []
+        if self.argv is not None:
+            if len(fn.args) < 2:
+                raise HostAnalysisError(f"--args given, but the entry function '{self.entry}' "
+                                        "takes no (argc, argv) parameters")
+            args = list(program_arguments(self.mem, self.argv))
+        self.call_function(fn, args, None)
+        return HostProgram(self.entry, tuple(self.api.finish_buffers()), tuple(self.ops[0]),
+                           self.argv)
 
     def entry_by_source_name(self) -> Function | None:
         found = [f for f in self.view.functions.values()
@@ -136,7 +149,10 @@ class HostInterpreter(HostFlow):
         name = self.var_name(frame, v)  # the source name where debug info gives one
         if isinstance(v, Argument):  # of the entry function (calls bind their arguments)
             fn = self.view.source_name(frame.fn) or frame.fn.name
-            return Unknown(f"'{name}' is a parameter of {fn}, known only when the program runs")
+            hint = " (give the program's arguments with --args \"A B ...\")" \
+                if frame.fn.name == self.entry or fn == self.entry else ""
+            return Unknown(f"'{name}' is a parameter of {fn}, known only when the program "
+                           f"runs{hint}")
         return Unknown(f"'{name}' is not computed on the path sirius follows")
 
     def global_region(self, name: str) -> Region:
@@ -247,16 +263,19 @@ class HostInterpreter(HostFlow):
                 return p
             return binary(op, a, b, ins.type, self.ranges, ins.text)
         if op in ("fadd", "fsub", "fmul", "fdiv"):
-            return float_binary(op, self.val(frame, ops[0]), self.val(frame, ops[1]))
+            return float_binary(op, self.val(frame, ops[0]), self.val(frame, ops[1]), ins.type,
+                                self.ranges)
         if op == "fneg":
             a = self.val(frame, ops[0])
+            if isinstance(a, FltInt):
+                return FltInt(-a.e, a.mant, a.den)
             return Flt(-a.v) if isinstance(a, Flt) else a
         if op == "icmp":
             return icmp(ins.predicate, self.val(frame, ops[0]), self.val(frame, ops[1]),
                         ops[0].type, self.ranges)
         if op in ("zext", "sext", "trunc", "ptrtoint", "inttoptr", "bitcast", "addrspacecast",
                   "sitofp", "uitofp", "fptosi", "fptoui", "fptrunc", "fpext", "freeze"):
-            return cast(op, self.val(frame, ops[0]), ops[0].type, ins.type)
+            return cast(op, self.val(frame, ops[0]), ops[0].type, ins.type, self.ranges)
         if op == "select":
             c = truth(self.val(frame, ops[0]))
             if c is not None:
@@ -387,6 +406,11 @@ class HostInterpreter(HostFlow):
         if name.startswith(IGNORED_INTRINSICS):
             return Unknown("intrinsic")
         args = [self.val(frame, a) for a in args_v]
+        known = float_call(name, args, self.ranges)
+        if known is None:
+            known = string_call(name, args, self.mem)
+        if known is not None:
+            return known
         if self.probing:
             try:
                 handled = self.api.call(frame, ins, name, args_v, args)
@@ -429,9 +453,12 @@ class HostInterpreter(HostFlow):
         return Unknown(f"result of {name}()", self.loc(ins))
 
 
-def extract_host_program(host: ModuleView, device: ModuleView, entry: str = "main") -> HostProgram:
+def extract_host_program(host: ModuleView, device: ModuleView, entry: str = "main",
+                         argv: Sequence[str] | None = None) -> HostProgram:
+    """The host model of the program run from `entry`; `argv`: the program's arguments (argc
+    and argv then known, argv[0] being "program"), None: unknown."""
     kernels = cudaapi.kernel_signatures(device)
-    return HostInterpreter(host, kernels, entry).run()
+    return HostInterpreter(host, kernels, entry, argv).run()
 
 
 __all__ = ["HostInterpreter", "LoopShape", "extract_host_program"]

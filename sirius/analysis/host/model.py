@@ -219,6 +219,7 @@ class HostProgram:
     entry: str
     buffers: tuple[Buffer, ...]
     ops: tuple[Op, ...]
+    argv: tuple[str, ...] | None = None  # the arguments the model is specialised to (--args)
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:
@@ -240,9 +241,12 @@ class HostProgram:
         return out
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "entry": self.entry,
             "buffers": [{"id": b.id, "name": b.name, "bytes": b.bytes, "role": b.role,
                          "loc": _loc(b.loc)} for b in self.buffers],
             "ops": [op.to_json() for op in self.ops],
         }
+        if self.argv is not None:
+            out["argv"] = list(self.argv)
+        return out

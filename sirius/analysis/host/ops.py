@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from sirius.analysis.expr import Expr
+from sirius.analysis.host import floats
 from sirius.analysis.host.values import (
     AV,
     DevPtr,
-    Flt,
     HostPtr,
     Int,
     Null,
@@ -185,7 +185,7 @@ def _pointer_equal(a: AV, b: AV) -> bool | None:
     return None
 
 
-def cast(op: str, a: AV, src_ty: str, dst_ty: str) -> AV:
+def cast(op: str, a: AV, src_ty: str, dst_ty: str, ranges: Ranges | None = None) -> AV:
     if op in ("zext", "sext", "trunc"):
         if isinstance(a, Packed) and op == "trunc":
             return a.lo
@@ -200,23 +200,13 @@ def cast(op: str, a: AV, src_ty: str, dst_ty: str) -> AV:
         return Int(a.e, bits)
     if op in ("ptrtoint", "inttoptr", "bitcast", "addrspacecast", "freeze"):
         return a
-    if op in ("sitofp", "uitofp") and isinstance(a, Int) and a.e.is_const:
-        return Flt(float(a.e.const))
-    if op in ("fptrunc", "fpext") and isinstance(a, Flt):
-        return a
-    if op in ("fptosi", "fptoui") and isinstance(a, Flt):
-        return const(int(a.v), int_bits(dst_ty))
+    if op in ("sitofp", "uitofp"):
+        return floats.to_float(op, a, src_ty, dst_ty, ranges or {})
+    if op in ("fptrunc", "fpext"):
+        return floats.resize(op, a, dst_ty, ranges or {})
+    if op in ("fptosi", "fptoui"):
+        return floats.from_float(op, a, dst_ty, ranges or {})
     return a if isinstance(a, Unknown) else Unknown(f"'{op}' of a value sirius does not track")
-
-
-def float_binary(op: str, a: AV, b: AV) -> AV:
-    if isinstance(a, Flt) and isinstance(b, Flt):
-        try:
-            return Flt({"fadd": a.v + b.v, "fsub": a.v - b.v, "fmul": a.v * b.v,
-                        "fdiv": a.v / b.v if b.v else float("inf")}[op])
-        except KeyError:
-            pass
-    return Unknown("floating-point value computed by host code")
 
 
 def truth(av: AV) -> bool | None:

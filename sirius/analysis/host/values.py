@@ -27,6 +27,19 @@ class Flt:
 
 
 @dataclass(frozen=True, slots=True)
+class FltInt:
+    """A float that is an integer quotient rounded: fl(e / den) in a format with `mant`
+    significand bits (24: float, 53: double). Made only where |e| < 2^mant over the host loop
+    ranges and 1 <= den < 2^mant (floats.py proves it): then the conversions are exact and the
+    rounded quotient lies strictly between the same two integers as e / den, so ceil, floor and
+    truncation of it are integer ceil/floor division of e by den."""
+
+    e: Expr
+    mant: int
+    den: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class DevPtr:
     addr: DevRef | Rotating
 
@@ -77,7 +90,7 @@ class Unknown:
     loc: Location | None = None
 
 
-AV = Int | Flt | DevPtr | HostPtr | FuncPtr | Null | Packed | Unknown
+AV = Int | Flt | FltInt | DevPtr | HostPtr | FuncPtr | Null | Packed | Unknown
 
 
 def const(v: int, bits: int = 64) -> Int:
@@ -97,7 +110,7 @@ def int_bits(ty: str) -> int:
 
 
 def mentions(av: AV, names: set[str]) -> bool:
-    if isinstance(av, Int):
+    if isinstance(av, Int | FltInt):
         return bool(av.e.variables() & names)
     if isinstance(av, DevPtr):
         a = av.addr
@@ -115,6 +128,8 @@ def mentions(av: AV, names: set[str]) -> bool:
 def substitute(av: AV, env: dict[str, Expr]) -> AV:
     if isinstance(av, Int):
         return Int(av.e.substitute(env), av.bits)
+    if isinstance(av, FltInt):
+        return FltInt(av.e.substitute(env), av.mant, av.den)
     if isinstance(av, DevPtr):
         return DevPtr(substitute_addr(av.addr, env))
     if isinstance(av, HostPtr):

@@ -36,13 +36,13 @@ def run_program_gpu(files: Sequence[Path | str], *, entry: str = "main", arch: s
                     flags: Sequence[str] = (), seed: int = 0,
                     inputs: dict[str, np.ndarray] | None = None, opaque_trips: int = 3,
                     use_cache: bool = True, progress: Callable[[int, int], None] | None = None,
-                    device: GpuDevice | None = None):
+                    device: GpuDevice | None = None, argv: Sequence[str] | None = None):
     """`run_program` on the GPU: compile and extract the whole program, run it there. The
     device is made first, so that a missing GPU is said before anything compiles."""
     from sirius.analysis.program import analyse
 
     device = device or GpuDevice()
     program, kernels, host = analyse([Path(f) for f in files], entry, arch, list(flags),
-                                     use_cache)
+                                     use_cache, argv)
     return run_on_gpu(host, program, kernels, device=device, seed=seed, inputs=inputs,
                       opaque_trips=opaque_trips, progress=progress)
