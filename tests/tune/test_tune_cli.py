@@ -106,7 +106,7 @@ def _skip(reason: str):
     pytest.skip(reason)
 
 
-@pytest.mark.slow  # Ray's start alone took 15 s here; the test 151 s at load 6 on 2 cores
+@pytest.mark.slow  # ray.init alone took 15 s here; the test 61-151 s at load 4-6 on 2 cores
 def test_ray_builds_the_same_variants_as_in_process():
     """Two builds (the original and 'auto') as Ray tasks on a local Ray give the results of the
     same builds in this process."""
