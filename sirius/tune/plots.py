@@ -19,7 +19,7 @@ def _plt():
     try:
         import matplotlib
     except ImportError:
-        raise SiriusError("the HTML report needs matplotlib: pip install 'sirius[tune]'") \
+        raise SiriusError("matplotlib is not installed: pip install 'sirius[tune]'") \
             from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -175,6 +175,18 @@ border-left:4px solid #e0b000;padding:.5em 1em}.chosen{background:#e8f4ea}img{ma
 code{font-size:12px}"""
 
 
+def _plot(draw, result: TuneResult, alt: str) -> str:
+    """A plot as an image, or a note when matplotlib is missing (the rest of the report
+    does not need it)."""
+    from sirius.diagnostics import SiriusError
+
+    try:
+        return _img(draw(result), alt)
+    except SiriusError as err:
+        e = html.escape
+        return f"<p class='note'>Plot not drawn ({e(alt)}): {e(err.message)}</p>"
+
+
 def _img(png: bytes, alt: str) -> str:
     data = base64.b64encode(png).decode()
     return f'<p><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></p>'
@@ -206,7 +218,7 @@ def report_html(result: TuneResult, pic=None) -> str:
             f"<b>{t}</b>: {e(bound_line(v.estimate))}" for t, v in bounds) + ".</p>")
     else:
         parts.append("<p><b>No variant was chosen</b>: none could be built and verified.</p>")
-    parts.append(_img(plots.variant_times(result), "estimated time per variant"))
+    parts.append(_plot(plots.variant_times, result, "estimated time per variant"))
     rows = "".join(
         f"<tr class='{'chosen' if v is result.chosen else ''}'>"
         + "".join(f"<td>{e(x)}</td>" for x in _row(result, v)) + "</tr>"
@@ -222,8 +234,8 @@ def report_html(result: TuneResult, pic=None) -> str:
                      f"chosen variant took are framed together. {e(pic.how)}.</p>")
         if pic.png is not None:
             parts.append(_img(pic.png, "the UAR with the chosen variant's fused kernels"))
-    parts.append(_img(plots.roofline(result), "per-kernel roofline before and after fusion"))
-    parts.append(_img(plots.before_after(result), "launches, instructions, bytes"))
+    parts.append(_plot(plots.roofline, result, "per-kernel roofline before and after fusion"))
+    parts.append(_plot(plots.before_after, result, "launches, instructions, bytes"))
     for title, v in (("Original program", result.baseline), ("Chosen program", result.chosen)):
         if v is None or v.estimate is None:
             continue

@@ -162,4 +162,9 @@ def picture(uar, fused: Sequence[dict], *, dot_exe: str | None = "auto") -> Pict
         why = "Graphviz dot is not installed (apt-get install graphviz); "
     else:
         why = ""
-    return Picture(_mpl_png(nodes, edges, captions), why + "drawn by matplotlib", text)
+    from sirius.diagnostics import SiriusError
+
+    try:
+        return Picture(_mpl_png(nodes, edges, captions), why + "drawn by matplotlib", text)
+    except SiriusError as err:  # no matplotlib either
+        return Picture(None, why + f"not drawn: {err.message}", text)

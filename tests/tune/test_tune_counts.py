@@ -133,3 +133,25 @@ def test_fused_launches_are_attributed_to_regions(prog):
     assert vr.ok and vr.regions == 1 and vr.launches_after == 1
     assert [c.region for c in vr.counts] == [0]
     assert res is not None and res.launches_after == 1
+
+
+def test_report_html_without_matplotlib(monkeypatch):
+    """`pip install 'sirius[scale]'` alone has no matplotlib: the HTML report is still
+    written, each plot replaced by a note saying why."""
+    from sirius.diagnostics import SiriusError
+    from sirius.tune import plots
+    from sirius.tune.report import report_html
+
+    def missing():
+        raise SiriusError("matplotlib is not installed: pip install 'sirius[tune]'")
+
+    monkeypatch.setattr(plots, "_plt", missing)
+    vr = _original(ROOT / "kernels" / "elementwise_chain.cu")
+    g = gpu("H100 SXM")
+    res = TuneResult(Source(("p.cu",), "sm_90"), g, Assumptions(),
+                     estimate_variant(vr, g, Assumptions()), [], None, None, {}, [],
+                     "in process", {})
+    page = report_html(res)
+    assert "data:image/png" not in page
+    assert page.count("Plot not drawn") == 3
+    assert "matplotlib is not installed: pip install &#x27;sirius[tune]&#x27;" in page
