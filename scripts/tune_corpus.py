@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,11 +28,17 @@ def run_one(prog: Path, out: Path, jobs: int, ray: bool, timeout: float, gpu: st
     cmd = [sys.executable, "-m", "sirius.cli", "tune", str(prog), "-o", str(out), "-q",
            "--gpu", gpu] + (["--ray"] if ray else ["--jobs", str(jobs)])
     t = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"program": str(prog), "status": f"stopped after {timeout:.0f} s",
-                "wall_s": round(time.perf_counter() - t, 1)}
+    # its own process group, so that a time-out also stops its pool workers
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          cwd=ROOT, start_new_session=True) as p:
+        try:
+            stdout, stderr = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            return {"program": str(prog), "status": f"stopped after {timeout:.0f} s",
+                    "wall_s": round(time.perf_counter() - t, 1)}
+    p = subprocess.CompletedProcess(cmd, p.returncode, stdout, stderr)
     wall = time.perf_counter() - t
     row = {"program": str(prog), "wall_s": round(wall, 1), "rc": p.returncode}
     doc_path = out / "tune.json"
