@@ -16,6 +16,7 @@ from pathlib import Path
 from sirius.diagnostics import warn
 
 _warned = False
+_WARNED_ENV = "SIRIUS_CACHE_WARNED"  # set once warned: worker processes started later stay quiet
 
 
 def sha256(data: bytes) -> str:
@@ -30,11 +31,13 @@ def file_digest(path: Path) -> str | None:
 
 
 def unwritable(where: Path, e: OSError) -> None:
-    """Warn, once per process, that the cache cannot be written and sirius goes on without."""
+    """Warn, once per process tree (verify's worker processes inherit the environment), that
+    the cache cannot be written and sirius goes on without."""
     global _warned
-    if _warned:
+    if _warned or os.environ.get(_WARNED_ENV):
         return
     _warned = True
+    os.environ[_WARNED_ENV] = "1"
     warn("cache-unwritable", f"cannot write the sirius cache in {where}: "
          f"{e.strerror or e}; compiling without a cache (set SIRIUS_CACHE_DIR to a writable "
          "directory)")

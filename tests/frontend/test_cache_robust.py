@@ -34,6 +34,7 @@ def cache_dir(tmp_path, monkeypatch):
     d = tmp_path / "cache"
     monkeypatch.setenv("SIRIUS_CACHE_DIR", str(d))
     monkeypatch.setattr(cache_mod, "_warned", False)
+    monkeypatch.delenv(cache_mod._WARNED_ENV, raising=False)
     return d
 
 
