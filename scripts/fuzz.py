@@ -44,8 +44,21 @@ if str(ROOT) not in sys.path:
 
 def _ignore_sigint() -> None:
     """Pool initializer: Ctrl-C is the main process's to handle (it stops the workers); a
-    worker's own KeyboardInterrupt traceback would bury the one line it prints."""
+    worker's own KeyboardInterrupt traceback would bury the one line it prints. The worker was
+    forked with SIGINT blocked (`_submit`), so a Ctrl-C before this point is dropped here."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _submit(pool: ProcessPoolExecutor, fn: Callable, *args):
+    """pool.submit with SIGINT blocked while the workers are forked (the first submit starts
+    them), so none can take a Ctrl-C before its initializer ignores it; a Ctrl-C meanwhile
+    reaches this process when the mask is restored."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return pool.submit(fn, *args)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 @contextmanager
@@ -83,12 +96,12 @@ def outcomes(fn: Callable, tasks: list[tuple], jobs: int | None) -> Iterator[tup
             alone -= 1
             with worker_pool(1) as pool:
                 try:
-                    yield i, pool.submit(fn, *tasks[i]).result()
+                    yield i, _submit(pool, fn, *tasks[i]).result()
                 except BrokenProcessPool:
                     yield i, DIED
             continue
         with worker_pool(jobs) as pool:
-            futures = [(i, pool.submit(fn, *tasks[i])) for i in todo]
+            futures = [(i, _submit(pool, fn, *tasks[i])) for i in todo]
             for i, f in futures:
                 try:
                     result = f.result()
