@@ -2,7 +2,7 @@
 
     python scripts/fuzz.py --count 1000 [--seed S] [--jobs N] [--keep DIR]
     python scripts/fuzz.py --fuse --count 1000 [--seed S] [--jobs N] [--arrangement A]
-    python scripts/fuzz.py ... --features +host-tables,+asm    # constructs off by default
+    python scripts/fuzz.py ... --features +asm    # inline PTX stores, off by default
 
 Program i uses generator seed S + i (and the executor's input seed S + i). Every failure prints
 the one command that reproduces it: `python scripts/fuzz.py --seed S+i --count 1`. Exit status 1
@@ -241,7 +241,7 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("--features", default="default", metavar="SPEC",
                     help="the generator's constructs of issue 12: default, none, all, or "
                     "+NAME/-NAME changes (NAME: device-tables, globals, device-functions, "
-                    "host-tables, asm), e.g. +host-tables,+asm")
+                    "host-tables, asm), e.g. -host-tables,+asm")
     args = ap.parse_args(argv)
     try:
         _features(args.features)
