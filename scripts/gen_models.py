@@ -4,6 +4,7 @@
 
     python scripts/gen_models.py small            # every model, small shapes (+ .npz)
     python scripts/gen_models.py paper bert_layer # one model, paper shapes
+    python scripts/gen_models.py small bert_qkv_fp16   # a float16 model (small shapes only)
     python scripts/gen_models.py list
 
 Needs apache-tvm 0.27 (`pip install -e .[tvm]`). Every model is a `tvm.relax.frontend.nn`
@@ -12,14 +13,20 @@ after TVM's weight transforms, so that no per-run weight transpose appears (the 
 `dense` keeps TOPI's (out, in) weight and its transpose). Small shapes keep each model to about
 10^7 GPU-thread instructions so that the CPU executor runs it in seconds. docs/tvm-import.md
 describes the corpus.
+
+The `*_fp16` models (in `kernels/tvm/fp16/`) are the same modules built in float16 (every
+parameter, input and layer), small shapes only, with TVM's llvm (CPU) build in float16 as the
+reference.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +47,18 @@ from sirius.frontend.tvm import (  # noqa: E402
 )
 
 F32 = "float32"
+DTYPE = F32  # the element type modules are built in (float16 inside `precision`)
+
+
+@contextlib.contextmanager
+def precision(dtype: str) -> Iterator[None]:
+    """Build modules (parameters, layers, inputs) in `dtype` inside the block."""
+    global DTYPE
+    old, DTYPE = DTYPE, dtype
+    try:
+        yield
+    finally:
+        DTYPE = old
 
 
 # building blocks ---------------------------------------------------------------------------
@@ -47,8 +66,8 @@ class Dense(nn.Module):
     """y = x @ w + b with w of shape (in, out)."""
 
     def __init__(self, n_in: int, n_out: int, bias: bool = True):
-        self.w = nn.Parameter((n_in, n_out), F32)
-        self.b = nn.Parameter((n_out,), F32) if bias else None
+        self.w = nn.Parameter((n_in, n_out), DTYPE)
+        self.b = nn.Parameter((n_out,), DTYPE) if bias else None
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         y = op.matmul(x, self.w)
@@ -59,8 +78,8 @@ class Affine(nn.Module):
     """Inference batch norm folded into a per-channel scale and shift (NCHW)."""
 
     def __init__(self, channels: int):
-        self.scale = nn.Parameter((channels, 1, 1), F32)
-        self.shift = nn.Parameter((channels, 1, 1), F32)
+        self.scale = nn.Parameter((channels, 1, 1), DTYPE)
+        self.shift = nn.Parameter((channels, 1, 1), DTYPE)
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         return x * self.scale + self.shift
@@ -70,7 +89,7 @@ class ConvBN(nn.Module):
     def __init__(self, c_in: int, c_out: int, k: int, stride: int = 1, groups: int = 1,
                  relu: bool = True):
         self.conv = nn.Conv2D(c_in, c_out, k, stride=stride, padding=k // 2, groups=groups,
-                              bias=False)
+                              bias=False, dtype=DTYPE)
         self.bn = Affine(c_out)
         self.relu = relu
 
@@ -83,7 +102,7 @@ class Conv(nn.Module):
     """A bias-free 2-D convolution with a rectangular kernel and "same"-style padding."""
 
     def __init__(self, c_in: int, c_out: int, k: tuple[int, int], stride: tuple[int, int]):
-        self.weight = nn.Parameter((c_out, c_in, k[0], k[1]), F32)
+        self.weight = nn.Parameter((c_out, c_in, k[0], k[1]), DTYPE)
         self.stride, self.padding = stride, (k[0] // 2, k[1] // 2)
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
@@ -126,10 +145,10 @@ class BertLayer(nn.Module):
         self.seq, self.hidden, self.heads = seq, hidden, heads
         self.query, self.key, self.value = (Dense(hidden, hidden) for _ in range(3))
         self.attn_out = Dense(hidden, hidden)
-        self.ln1 = nn.LayerNorm(hidden)
+        self.ln1 = nn.LayerNorm(hidden, dtype=DTYPE)
         self.ffn_in = Dense(hidden, ffn)
         self.ffn_out = Dense(ffn, hidden)
-        self.ln2 = nn.LayerNorm(hidden)
+        self.ln2 = nn.LayerNorm(hidden, dtype=DTYPE)
 
     def heads_first(self, t: nn.Tensor) -> nn.Tensor:
         d = self.hidden // self.heads
@@ -292,8 +311,8 @@ class SepConv(nn.Module):
     """NASNet separable convolution: relu, depthwise kxk, pointwise 1x1, BN (folded)."""
 
     def __init__(self, c: int, k: int):
-        self.depthwise = nn.Conv2D(c, c, k, padding=k // 2, groups=c, bias=False)
-        self.pointwise = nn.Conv2D(c, c, 1, bias=False)
+        self.depthwise = nn.Conv2D(c, c, k, padding=k // 2, groups=c, bias=False, dtype=DTYPE)
+        self.pointwise = nn.Conv2D(c, c, 1, bias=False, dtype=DTYPE)
         self.bn = Affine(c)
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
@@ -390,7 +409,7 @@ class SingleOp(nn.Module):
     def __init__(self, fn: Callable, params: dict[str, tuple[int, ...]]):
         self.fn = fn
         for name, shape in params.items():
-            setattr(self, name, nn.Parameter(shape, F32))
+            setattr(self, name, nn.Parameter(shape, DTYPE))
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         return self.fn(self, x)
@@ -411,7 +430,7 @@ def _dense_amplitudes(model: TvmModel) -> TvmModel:
 
 
 def _model(name: str, module: nn.Module, inputs: dict, outputs: tuple[str, ...] | None = None):
-    return _dense_amplitudes(from_nn(name, module, {k: (v, F32) for k, v in inputs.items()},
+    return _dense_amplitudes(from_nn(name, module, {k: (v, DTYPE) for k, v in inputs.items()},
                                      output_names=outputs))
 
 
@@ -543,6 +562,23 @@ MODELS: dict[str, Callable[[str], TvmModel]] = {f.__name__: f for f in (
     op_batch_matmul, op_depthwise_conv, op_pool)}
 
 
+def _fp16(build: Callable[[str], TvmModel]) -> Callable[[str], TvmModel]:
+    """`build` in float16, named NAME_fp16; small shapes only."""
+    def model(shape: str = "small") -> TvmModel:
+        if shape != "small":
+            raise SystemExit(f"{build.__name__}_fp16: small shapes only")
+        with precision("float16"):
+            m = build(shape)
+        return dataclasses.replace(m, name=f"{m.name}_fp16")
+    model.__name__ = f"{build.__name__}_fp16"
+    return model
+
+
+FP16_MODELS = {f"{b.__name__}_fp16": _fp16(b) for b in (bert_layer, bert_qkv, lstm,
+                                                          resnext_block)}
+MODELS.update(FP16_MODELS)
+
+
 # writing -----------------------------------------------------------------------------------------
 def command_for(shape: str, name: str) -> str:
     return f"python scripts/gen_models.py {shape} {name}"
@@ -581,7 +617,12 @@ def main(argv: list[str] | None = None) -> int:
     for shape in shapes:
         out = args.out if shape == "small" else args.out / "paper"
         for name in names:
-            row = generate(name, shape, out, shape == "small" and not args.no_reference)
+            if shape != "small" and name in FP16_MODELS:
+                if args.names:
+                    ap.error(f"{name}: small shapes only")
+                continue
+            where = out / "fp16" if name in FP16_MODELS else out
+            row = generate(name, shape, where, shape == "small" and not args.no_reference)
             print(" ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     return 0
 

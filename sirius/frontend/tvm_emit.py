@@ -60,6 +60,7 @@ def _ptr_expr(buffer: str, offset: int, base_is_bytes: bool) -> str:
 _PRELUDE = """\
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cuda_runtime.h>
 
 #define SIRIUS_CHECK(call)                                                              \\
@@ -75,6 +76,32 @@ _PRELUDE = """\
 static void sirius_fill(float* p, long n, int seed, float scale) {
     for (long i = 0; i < n; ++i)
         p[i] = (float)((int)((i % 2001) * 7919 + seed) % 2001 - 1000) * scale;
+}
+
+// float -> IEEE half bits, rounded to nearest even (numpy's astype(float16))
+static unsigned short sirius_f2h(float f) {
+    unsigned int x;
+    memcpy(&x, &f, 4);
+    unsigned int sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;
+    if (e == 0xffu) return (unsigned short)(sign | 0x7c00u | (m ? 0x200u : 0u));
+    int exp = (int)e - 127 + 15;
+    if (exp >= 31) return (unsigned short)(sign | 0x7c00u);
+    if (exp <= 0) {  // a subnormal half (or zero)
+        if (exp < -10) return (unsigned short)sign;
+        m |= 0x800000u;
+        unsigned int shift = (unsigned int)(14 - exp), h = m >> shift;
+        unsigned int rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rest > half || (rest == half && (h & 1u))) ++h;
+        return (unsigned short)(sign | h);
+    }
+    unsigned int h = ((unsigned int)exp << 10) | (m >> 13), rest = m & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent
+    return (unsigned short)(sign | h);
+}
+
+static void sirius_fill_half(unsigned short* p, long n, int seed, float scale) {
+    for (long i = 0; i < n; ++i)
+        p[i] = sirius_f2h((float)((int)((i % 2001) * 7919 + seed) % 2001 - 1000) * scale);
 }
 
 static double sirius_checksum(const float* p, long n) {
@@ -107,7 +134,8 @@ def emit_host(plan: ProgramPlan, decls: dict[str, KernelDecl]) -> str:
         h = "h_" + b.name[2:]
         n = b.bytes // np.dtype(b.dtype).itemsize
         w(f"    {ctype[b.name]}* {h} = ({ctype[b.name]}*)malloc({b.bytes});")
-        w(f"    sirius_fill({h}, {n}, {b.fill.seed}, {_float_literal(b.fill.scale)});")
+        fill = "sirius_fill_half" if b.dtype == "float16" else "sirius_fill"
+        w(f"    {fill}({h}, {n}, {b.fill.seed}, {_float_literal(b.fill.scale)});")
         w(f"    SIRIUS_CHECK(cudaMemcpy({b.name}, {h}, {b.bytes}, cudaMemcpyHostToDevice));")
     w("")
     w(f"    // {len(plan.launches)} launches in TVM's order (Relax calls -> kernels)")

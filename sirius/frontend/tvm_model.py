@@ -10,6 +10,8 @@ generated C code and in `fill_values` (numpy), bit for bit:
     value[i] = (float)((((i % 2001) * 7919 + seed) % 2001) - 1000) * scale
 
 i.e. integers in [-1000, 1000] times a float32 `scale`; one float32 rounding, no contraction.
+A float16 buffer holds that float32 value rounded to half (round to nearest even: numpy's
+`astype(float16)`, and `sirius_f2h` in the generated C).
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ import numpy as np
 
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "float64": 8, "int32": 4, "int64": 8, "int8": 1,
                 "uint8": 1, "bool": 1, "bfloat16": 2, "int16": 2, "uint32": 4}
+# float16 on the host: its bits (the host never computes with it)
 _C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "int64_t",
-            "int8": "int8_t", "uint8": "char", "int16": "int16_t", "uint32": "uint32_t"}
+            "int8": "int8_t", "uint8": "char", "int16": "int16_t", "uint32": "uint32_t",
+            "float16": "unsigned short"}
+FILL_DTYPES = ("float32", "float16")  # inputs and parameters the host fills
 ROLES = ("input", "param", "output", "temp")
 
 
@@ -33,7 +38,7 @@ def dtype_bytes(dtype: str) -> int:
 
 def c_type(dtype: str) -> str:
     if dtype not in _C_TYPES:
-        raise ValueError(f"dtype {dtype} has no host C type here (fp32 models only)")
+        raise ValueError(f"dtype {dtype} has no host C type here")
     return _C_TYPES[dtype]
 
 
@@ -53,6 +58,8 @@ def fill_values(n: int, fill: Fill, dtype: str = "float32") -> np.ndarray:
     k = ((i % 2001) * 7919 + fill.seed) % 2001 - 1000
     if dtype == "float32":
         return k.astype(np.float32) * np.float32(fill.scale)
+    if dtype == "float16":
+        return (k.astype(np.float32) * np.float32(fill.scale)).astype(np.float16)
     if dtype in ("int32", "int64"):
         return k.astype(dtype)
     raise ValueError(f"no fill for dtype {dtype}")

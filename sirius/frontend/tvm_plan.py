@@ -25,6 +25,7 @@ from tvm import relax
 
 from sirius.diagnostics import SiriusError
 from sirius.frontend.tvm_model import (
+    FILL_DTYPES,
     DeviceBuffer,
     Fill,
     KernelLaunch,
@@ -197,9 +198,10 @@ def build_plan(name: str, rfunc, host_funcs: dict, param_names: set[str] | None,
         and "num_input" in rfunc.attrs else None
     for i, p in enumerate(rfunc.params):
         shape, dtype = _tensor_type(p)
-        if dtype != "float32":
-            raise TvmImportError(f"parameter {p.name} is {dtype}: only float32 inputs and "
-                                 "parameters are supported (the host fill is float32)")
+        if dtype not in FILL_DTYPES:
+            raise TvmImportError(f"parameter {p.name} is {dtype}: only "
+                                 f"{', '.join(FILL_DTYPES)} inputs and parameters are "
+                                 "supported (the host fills those)")
         is_param = (i >= int(num_input)) if num_input is not None \
             else (param_names is not None and p.name in param_names)
         role = "param" if is_param else "input"
