@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from sirius.postopt.alias_facts import AliasFacts
 from sirius.postopt.base import ModulePass
 from sirius.postopt.common_base import CommonBase
 from sirius.postopt.host_constants import HostConstants
@@ -19,6 +20,7 @@ _ALL: tuple[type[ModulePass], ...] = (
     LlvmOpt,
     HostConstants,
     CommonBase,
+    AliasFacts,
 )
 
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
