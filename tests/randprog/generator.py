@@ -26,8 +26,9 @@ A program is a DAG of launches over float buffers, in the style of kernels/*.cu:
     pointer tables the host fills (a host array of device pointers copied with cudaMemcpy).
     One more is off by default because the CPU executor cannot run it: inline PTX stores
     (`asm volatile("st.global.f32 ...")`). Turn it on with
-    `generate(seed, features=Features.parse("+asm"))`, or `scripts/fuzz.py --features +asm`; `Features.parse("none")` gives the
-    programs of the generator before extras.py (see the Features docstring).
+    `generate(seed, features=Features.parse("+asm"))`, or `scripts/fuzz.py --features +asm`;
+    `Features.parse("none")` gives the programs of the generator before extras.py (see the
+    Features docstring).
 Launches form chains, forks (a value read by several launches), independent branches (fresh
 inputs) and diamonds. Host loops: ping-pong (a step from one buffer into another, optionally
 followed by an in-place activation, pointers swapped every iteration), in place (one buffer
