@@ -15,6 +15,7 @@ owns it. The post-fusion optimizations of issue 14 go into it, before the final 
 
 from __future__ import annotations
 
+from sirius.postopt.alias_facts import AliasFacts
 from sirius.postopt.base import (
     HostRewrite,
     IRError,
@@ -39,8 +40,11 @@ __all__ = [
 
 # host-constants: verified on kernels/*.cu, kernels/tvm/*.cu and 60 random programs, fewer
 # dynamic instructions where it applies (BENCHMARKS.md, "Post-fusion: host-constants ...").
+# alias-facts: verified on kernels/*.cu, the small TVM programs (bert_qkv, lstm, mlp,
+# resnext_block) and 40 random programs (BENCHMARKS.md, "Post-fusion: alias-facts ...").
 DEFAULT_PASSES: tuple[ModulePass, ...] = (
     HostConstants(),
+    AliasFacts(),
     LlvmOpt(level=3, rounds=2),
 )
 
