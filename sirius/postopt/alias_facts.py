@@ -259,7 +259,8 @@ class AliasFacts(ModulePass):
         launches: dict[str, list[Launch]] = {}
         for op in host.launches():
             launches.setdefault(op.mangled, []).append(op)
-        wanted = [n for n in edit.kernels if launches.get(n)]
+        wanted = [n for n, k in edit.kernels.items() if launches.get(n) and any(
+            _is_ptr(p) and not re.search(r"\bnoalias\b", p.attrs) for p in k.params)]
         if not wanted:
             return module.text
         view = build_view(_inlined(module.parse(), module.text, ctx.arch))
