@@ -72,6 +72,7 @@ class RunOutput:
     launches: list = field(default_factory=list)
     seconds: float = 0.0
     error: tuple[str, Location | None, tuple[str, ...]] | None = None
+    ticks: list[tuple[str, int, int]] = field(default_factory=list)  # a worker's progress
 
     def raise_error(self) -> None:
         if self.error is not None:
@@ -134,12 +135,19 @@ def _run(spec: RunSpec, jobs: int | None, tick: Callable[[str, int, int], None] 
 
 
 def _worker(spec: RunSpec, jobs: int) -> RunOutput:
+    """One run in a worker: progress goes through the queue as it happens, and comes back
+    with the result too (the queue's feeder thread may deliver the last ticks after the
+    result; the caller fills in what it has not seen)."""
     q = _QUEUE
+    ticks: list[tuple[str, int, int]] = []
 
     def tick(key: str, done: int, total: int) -> None:
+        ticks.append((key, done, total))
         q.put((key, done, total))
 
-    return _run(spec, jobs, tick)
+    out = _run(spec, jobs, tick)
+    out.ticks = ticks
+    return out
 
 
 class Runner:
@@ -165,6 +173,7 @@ class Runner:
         self.waiting: list[RunSpec] = []  # not yet started (serial) or not yet submitted
         self.futures: dict[Future, RunSpec] = {}
         self.cancelled: list[RunSpec] = []
+        self.seen: dict[str, int] = {}  # run key -> launches reported (ticks come in order)
 
     def __enter__(self) -> Runner:
         if self.workers > 1:
@@ -218,7 +227,10 @@ class Runner:
                 for f in done:
                     spec = self.futures.pop(f)
                     try:
-                        yield spec, f.result()
+                        out = f.result()
+                        for key, d, total in out.ticks:  # what the queue has not brought yet
+                            self._tick(key, d, total)
+                        yield spec, out
                     except (BrokenProcessPool, OSError, EOFError, TypeError,
                             AttributeError) as e:  # a worker died, or a result did not pickle
                         self._broken(e, spec)
@@ -259,6 +271,12 @@ class Runner:
                 key, done, total = self.queue.get_nowait()
             except (queue.Empty, OSError, ValueError):
                 return
+            self._tick(key, done, total)
+
+    def _tick(self, key: str, done: int, total: int) -> None:
+        """Report a worker's launch once, whichever way (queue or result) it comes first."""
+        if done > self.seen.get(key, 0):
+            self.seen[key] = done
             self.tick(key, done, total)
 
     def cancel(self) -> None:
