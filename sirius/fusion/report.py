@@ -138,6 +138,8 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
              f"- fused kernels: {len(res.fused)}",
              *argv_lines(res),
              f"- post-fusion passes: {postopt_line(res)}",
+             *(f"  - {st.pass_text.split('{')[0]}: {n}" for st in res.postopt
+               for n in st.notes),
              f"- verification: {verification_line(verification or NOT_VERIFIED)}", ""]
     plain = {k.mangled: k.name for k in res.original.kernels}
     lines += counters_md((verification or NOT_VERIFIED).get("counters"))

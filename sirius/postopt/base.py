@@ -78,10 +78,12 @@ class HostRewrite:
     """What a pass returns when it changes the host program as well as the module (a kernel
     specialised per launch: the launches then name the clones). The pass manager hands
     `host_program` to the passes after it (`ctx.host_program`) and returns it with the module
-    (`PipelineResult.host_program`)."""
+    (`PipelineResult.host_program`). `notes`: what the pass did, one line each, for the report
+    (`PassStep.notes`: plan.json and report.md show them)."""
 
     module: str | llvm.ModuleRef
     host_program: HostProgram
+    notes: tuple[str, ...] = ()
 
 
 class PassInput:

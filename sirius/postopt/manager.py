@@ -43,17 +43,23 @@ _FACTS = {"host_program": "the fused host program", "uar": "the program's UAR"}
 
 @dataclass(frozen=True, slots=True)
 class PassStep:
-    """One pass run: the pass as a pipeline string, its time, the verification's time, and
-    whether the module's text differs from the text it was given."""
+    """One pass run: the pass as a pipeline string, its time, the verification's time,
+    whether the module's text differs from the text it was given, and the pass's notes (what it
+    did, from a HostRewrite)."""
 
     pass_text: str
     seconds: float
     verify_seconds: float
     changed: bool
+    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"pass": self.pass_text, "seconds": round(self.seconds, 4),
-                "verify_seconds": round(self.verify_seconds, 4), "changed": self.changed}
+        out: dict[str, object] = {
+            "pass": self.pass_text, "seconds": round(self.seconds, 4),
+            "verify_seconds": round(self.verify_seconds, 4), "changed": self.changed}
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +90,10 @@ def run_pipeline(ir_text: str, passes: Sequence[ModulePass], ctx: PassContext | 
         out = p.run(module, ctx)
         t1 = time.perf_counter()
         what = f"the module after {p}"
+        notes: tuple[str, ...] = ()
         if isinstance(out, HostRewrite):
             ctx = replace(ctx, host_program=out.host_program)
+            notes = out.notes
             out = out.module
         if isinstance(out, llvm.ModuleRef):
             verify_ir(out, what, ctx.source)
@@ -98,7 +106,8 @@ def run_pipeline(ir_text: str, passes: Sequence[ModulePass], ctx: PassContext | 
         if verify_each and isinstance(out, llvm.ModuleRef):
             parse_ir(text, f"{what}, printed and parsed again,", ctx.source,
                      llvm.create_context())
-        steps.append(PassStep(str(p), t1 - t0, time.perf_counter() - t1, text != module.text))
+        steps.append(PassStep(str(p), t1 - t0, time.perf_counter() - t1, text != module.text,
+                              notes))
         if p.name in print_after or "all" in print_after:
             print(f"; *** IR Dump After {p} ({t1 - t0:.3f} s) ***\n{text.rstrip()}\n",
                   file=dump or sys.stderr)

@@ -10,6 +10,7 @@ from types import MappingProxyType
 from sirius.postopt.alias_facts import AliasFacts
 from sirius.postopt.base import ModulePass
 from sirius.postopt.common_base import CommonBase
+from sirius.postopt.contract import Contract
 from sirius.postopt.host_constants import HostConstants
 from sirius.postopt.llvm_opt import LlvmOpt
 from sirius.postopt.options import Option, options_of, type_text
@@ -21,6 +22,7 @@ _ALL: tuple[type[ModulePass], ...] = (
     HostConstants,
     CommonBase,
     AliasFacts,
+    Contract,
 )
 
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
