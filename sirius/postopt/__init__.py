@@ -26,6 +26,7 @@ from sirius.postopt.base import (
     parse_ir,
     verify_ir,
 )
+from sirius.postopt.contract import Contract
 from sirius.postopt.host_constants import HostConstants
 from sirius.postopt.llvm_opt import LlvmOpt
 from sirius.postopt.manager import PassStep, PipelineResult, run_pipeline
@@ -42,10 +43,15 @@ __all__ = [
 # dynamic instructions where it applies (BENCHMARKS.md, "Post-fusion: host-constants ...").
 # alias-facts: verified on kernels/*.cu, the small TVM programs (bert_qkv, lstm, mlp,
 # resnext_block) and 40 random programs (BENCHMARKS.md, "Post-fusion: alias-facts ...").
+# contract (after LLVM has forwarded same-thread stores to loads; one more LLVM round cleans
+# up after it): verified on kernels/*.cu, the small TVM programs (bert_qkv, lstm, mlp,
+# resnext_block, seq2seq) and 60 random programs (BENCHMARKS.md, "Post-fusion: contract ...").
 DEFAULT_PASSES: tuple[ModulePass, ...] = (
     HostConstants(),
     AliasFacts(),
     LlvmOpt(level=3, rounds=2),
+    Contract(),
+    LlvmOpt(level=3, rounds=1),
 )
 
 
@@ -53,10 +59,16 @@ def default_passes(opt_level: int = 3, *, host: bool = True) -> tuple[ModulePass
     """The post-fusion pass list at an optimization level: DEFAULT_PASSES at 3; below, LLVM's
     pipeline at that level once (level 0, the planner's quick trial builds: only unused
     internal functions removed). `host=False`: without the passes that need the host program
-    (a module built on its own, not inside `sirius fuse`)."""
+    (a module built on its own, not inside `sirius fuse`); an `llvm-opt` that followed only to
+    clean up after such a pass goes with it."""
     if opt_level == 3:
         if not host:
-            return tuple(p for p in DEFAULT_PASSES if not p.requires)
+            out: list[ModulePass] = []
+            for p in DEFAULT_PASSES:
+                if p.requires or out and isinstance(p, LlvmOpt) and isinstance(out[-1], LlvmOpt):
+                    continue
+                out.append(p)
+            return tuple(out)
         return DEFAULT_PASSES
     if opt_level not in (0, 1, 2):
         raise ValueError(f"optimization level {opt_level}: expected 0, 1, 2 or 3")
