@@ -38,9 +38,13 @@ def delinearize(lin: Expr, dims: Dim3) -> tuple[Expr, Expr, Expr]:
 
 def member_ids(member: Member, fused_threads: int) -> tuple[Expr, ...]:
     """(bx, by, bz, tx, ty, tz) of the member instance that fused thread (`block`, `thread`)
-    runs, before the guard."""
+    runs, before the guard. A map that runs several instances per thread has no single answer
+    (ValueError; `member_id_sets`)."""
     kind = member.mapping.kind
     if kind == "custom":
+        if member.mapping.reps:
+            raise ValueError(f"{member.kernel} runs {len(member.mapping.reps)} instances per "
+                             "fused thread (a permutation re-indexed map)")
         return member.mapping.ids
     if kind == "block":
         blk, thr = _B, _T
@@ -48,6 +52,14 @@ def member_ids(member: Member, fused_threads: int) -> tuple[Expr, ...]:
         g = _B.scale(fused_threads) + _T
         blk, thr = g.floordiv(member.threads), g.mod(member.threads)
     return delinearize(blk, member.grid) + delinearize(thr, member.block)
+
+
+def member_id_sets(member: Member, fused_threads: int) -> tuple[tuple[Expr, ...], ...]:
+    """The ids of every instance fused thread (`block`, `thread`) runs, in order (one tuple
+    unless the map is a multi-instance custom map)."""
+    if member.mapping.kind == "custom":
+        return member.mapping.instances
+    return (member_ids(member, fused_threads),)
 
 
 def variable_ranges(block: Dim3, grid: Dim3, range_blocks: int) -> dict[str, tuple[int, int]]:

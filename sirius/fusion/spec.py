@@ -19,6 +19,11 @@ saying which fused-kernel thread runs which of its (block, thread) instances:
   (the fused kernel's own ids). This is what map re-indexing produces (evaluate a consumer in
   its producer's threads); instances outside the member's grid/block skip it. Same restrictions
   as `global` unless every fused thread of a running block runs it.
+- `custom` with `reps`: each fused thread runs several member instances, one after the other,
+  the k-th given by the six Exprs `reps[k]` (`ids` is `reps[0]`). This is what permutation
+  re-indexing produces (a transpose evaluated in the threads of the matmul that wrote its
+  input: each producer thread runs the consumer instances that read the elements it wrote).
+  Same restrictions as `custom`.
 
 `member_ids` gives the six expressions of any map, so a planner can build a custom map from a
 producer's ids (`e = (ids.by*16 + ids.ty)*64 + ids.bx*16 + ids.tx`).
@@ -51,6 +56,20 @@ BLOCK_VARS = frozenset({"block", "bx", "by", "bz"})
 class ThreadMap:
     kind: str = "block"  # block | global | custom
     ids: tuple[Expr, ...] = ()  # custom: (bx, by, bz, tx, ty, tz) of the member
+    reps: tuple[tuple[Expr, ...], ...] = ()  # custom, several instances per thread: each's ids
+
+    @staticmethod
+    def multi(reps) -> ThreadMap:
+        """A custom map that runs `len(reps)` instances per fused thread, in order."""
+        rows = tuple(tuple(Expr.of(e) for e in r) for r in reps)
+        if not rows:
+            raise ValueError("a multi-instance map needs at least one instance")
+        return ThreadMap("custom", rows[0], rows if len(rows) > 1 else ())
+
+    @property
+    def instances(self) -> tuple[tuple[Expr, ...], ...]:
+        """The id tuples of the instances one fused thread runs (custom maps)."""
+        return self.reps or (self.ids,)
 
     @staticmethod
     def custom(bx: Expr | int = 0, by: Expr | int = 0, bz: Expr | int = 0, tx: Expr | int = 0,
@@ -61,9 +80,12 @@ class ThreadMap:
         if self.kind not in ("block", "global", "custom"):
             raise ValueError(f"unknown thread map {self.kind!r} (block, global or custom)")
         if self.kind == "custom":
-            if len(self.ids) != 6:
+            if len(self.ids) != 6 or any(len(r) != 6 for r in self.reps):
                 raise ValueError("a custom thread map gives six expressions (bx..tz)")
-            bad = set().union(*(e.variables() for e in self.ids)) - THREAD_VARS - BLOCK_VARS
+            if self.reps and self.reps[0] != self.ids:
+                raise ValueError("a multi-instance map's ids are its first instance's")
+            bad = set().union(*(e.variables() for r in self.instances for e in r)) \
+                - THREAD_VARS - BLOCK_VARS
             if bad:
                 raise ValueError(f"a custom thread map may use block, thread, bx..tz; not "
                                  f"{', '.join(sorted(bad))}")
@@ -71,6 +93,10 @@ class ThreadMap:
     def to_json(self) -> dict | str:
         if self.kind != "custom":
             return self.kind
+        if self.reps:
+            return {"custom": {n: e.to_json() for n, e in zip(IDS, self.ids, strict=True)},
+                    "reps": [{n: e.to_json() for n, e in zip(IDS, r, strict=True)}
+                             for r in self.reps]}
         return {"custom": {n: e.to_json() for n, e in zip(IDS, self.ids, strict=True)}}
 
 
@@ -119,7 +145,9 @@ class Member:
     @staticmethod
     def from_json(d: dict) -> Member:
         m = d.get("map", "block")
-        if isinstance(m, dict):
+        if isinstance(m, dict) and "reps" in m:
+            mapping = ThreadMap.multi([tuple(_parse_expr(r[n]) for n in IDS) for r in m["reps"]])
+        elif isinstance(m, dict):
             mapping = ThreadMap.custom(**{k: _parse_expr(v) for k, v in m["custom"].items()})
         else:
             mapping = ThreadMap(m)

@@ -26,7 +26,7 @@ from sirius.fusion.geometry import (
     Guard,
     active_threads,
     guard,
-    member_ids,
+    member_id_sets,
     variable_ranges,
     whole_warps,
 )
@@ -58,6 +58,7 @@ class _Member:
     smem: dict[str, int]  # shared global -> byte offset in the fused buffer (static) or dyn area
     smem_offset: int
     dyn_offset: int
+    more: tuple[tuple[tuple[Expr, ...], Guard], ...] = ()  # further instances per thread
 
 
 class Assembler:
@@ -164,12 +165,19 @@ class Assembler:
               grid: Dim3, rng: tuple[int, int]) -> _Member:
         name = self.frags[(si, mi)]
         facts, _ = frag.closure(self.view, name, self.shared, self.cache)
-        ids = member_ids(m, prod(block))
+        sets = member_id_sets(m, prod(block))
+        ids = sets[0]
         ranges = variable_ranges(block, grid, rng[1])
-        try:
-            g = guard(ids, m, ranges)
-        except EmptyMember as e:
-            raise self.fail(spec, f"its thread map never runs it: {e}", mi) from None
+        guards: list[Guard] = []
+        for k, one in enumerate(sets):
+            try:
+                guards.append(guard(one, m, ranges))
+            except EmptyMember as e:
+                if len(sets) == 1:
+                    raise self.fail(spec, f"its thread map never runs it: {e}", mi) from None
+                raise self.fail(spec, f"its thread map never runs its instance {k}: {e}",
+                                mi) from None
+        g = guards[0]
         own = self.cache[name]
         for callee in own.calls:
             cf, _ = frag.closure(self.view, callee, self.shared, self.cache)
@@ -196,6 +204,16 @@ class Assembler:
                                 "over fused blocks (use the block map)", mi)
         threads: int | None = prod(block)
         bar_id: int | None = None
+        more = tuple(zip(sets[1:], guards[1:], strict=True))
+        if more:  # several instances per thread (no barriers: refused above)
+            if any(x.thread_checks_use_blocks for x in guards):
+                threads = None
+            elif any(x.thread_checks for x in guards):
+                act = [any(t) for t in zip(*(active_threads(x, block) for x in guards),
+                                           strict=True)]
+                threads = sum(act)
+            return _Member(mi, m, name, ids, g, ranges, rng[0], rng[1], threads, None, {}, 0,
+                           0, more)
         if g.thread_checks:
             if g.thread_checks_use_blocks:
                 threads = None
@@ -425,10 +443,26 @@ class Assembler:
 
     def member_code(self, spec: FusedKernelSpec, pm: _Member, w: Writer, env: dict[str, str],
                     fparam: dict[tuple[int, int], FusedParam], nxt: str) -> list[str]:
+        """The member's call(s), guarded; a multi-instance member calls its fragment once per
+        instance, in order, each under its own guard (blocks m<i>, m<i>.i<k>)."""
+        insts = ((pm.ids, pm.guard),) + pm.more
+        out: list[str] = []
+        for k, (ids, g) in enumerate(insts):
+            last = k + 1 == len(insts)
+            here = f"m{pm.index}" if k == 0 else f"m{pm.index}.i{k}"
+            if k:
+                out.append(f"{here}:")
+            out += self.instance_code(spec, pm, w, env, fparam, nxt if last else
+                                      f"m{pm.index}.i{k + 1}", ids, g, here)
+        return out
+
+    def instance_code(self, spec: FusedKernelSpec, pm: _Member, w: Writer, env: dict[str, str],
+                      fparam: dict[tuple[int, int], FusedParam], nxt: str,
+                      id_exprs: tuple[Expr, ...], g: Guard, here: str) -> list[str]:
         m = pm.member
-        ids = [w.value(e, env, pm.ranges) for e in pm.ids]
+        ids = [w.value(e, env, pm.ranges) for e in id_exprs]
         conds = []
-        for c in pm.guard.block_checks + pm.guard.thread_checks:
+        for c in g.block_checks + g.thread_checks:
             v = w.value(c.expr, env, pm.ranges)
             if c.lower and c.upper:
                 conds.append(w.emit(f"icmp ult i32 {v}, {c.bound}", "ok"))
@@ -449,8 +483,8 @@ class Assembler:
         call = f"  call void {irtext.global_ref(pm.fragment)}({', '.join(args)}){w.loc}"
         if cond is None:
             return out + [call, f"  br label %{nxt}"]
-        return out + [f"  br i1 {cond}, label %m{pm.index}.run, label %{nxt}",
-                      f"m{pm.index}.run:", call, f"  br label %{nxt}"]
+        return out + [f"  br i1 {cond}, label %{here}.run, label %{nxt}",
+                      f"{here}.run:", call, f"  br label %{nxt}"]
 
     def member_param(self, spec: FusedKernelSpec, mi: int, j: int) -> str:
         h = irtext.parse_header(self.view.functions[spec.members[mi].kernel].text

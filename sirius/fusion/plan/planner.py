@@ -39,6 +39,7 @@ from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.analysis.uar.build import UAR
 from sirius.analysis.uar.dependences import Dependence
+from sirius.analysis.uar.effects import READ, WRITE
 from sirius.analysis.uar.widths import Width
 from sirius.backend.limits import limits_for
 from sirius.fusion.geometry import delinearize, member_ids
@@ -269,15 +270,56 @@ class Planner:
         return Member(n.launch.mangled, n.grid, n.block, max(n.smem, 0), None, barrier, mapping,
                       blocks)
 
-    def _candidates(self, n: Node, c: Cluster, deps: list[tuple[int, int, Dependence]]):
-        """Thread maps to try for `n` joining `c`, most natural first."""
+    def _candidates(self, n: Node, c: Cluster, deps: list[tuple[int, int, Dependence]],
+                    notes: list[str]):
+        """Thread maps to try for `n` joining `c`, most natural first; permutation re-indexing
+        last, and only then (its isl work is the largest). With a GLOBAL dependence only the
+        permutation is tried (no other map can make it THREAD). Why a permutation was refused
+        goes to `notes`."""
+        if any(d.width == Width.GLOBAL for _i, _j, d in deps):
+            yield from self._permutations(n, c, deps, notes)
+            return
+        yield from self._plain_candidates(n, c, deps)
+        yield from self._permutations(n, c, deps, notes)
+
+    def _permutations(self, n: Node, c: Cluster, deps: list[tuple[int, int, Dependence]],
+                      notes: list[str]):
+        if not n.thread_independent:
+            notes.append("permutation re-indexing: the launch is not thread-independent")
+            return
+        rng = c.blocks()
+        tried: set[tuple[int, str]] = set()
+        for i, _j, dep in deps:
+            if dep.kind != "RAW" or dep.buffer is None or (i, dep.buffer) in tried:
+                continue
+            tried.add((i, dep.buffer))
+            src, dst = self.uar.statement(dep.src), self.uar.statement(dep.dst)
+            w = [e for e in self.uar.effects[src.id] if e.buffer == dep.buffer
+                 and e.mode == WRITE]
+            r = [e for e in self.uar.effects[dst.id] if e.buffer == dep.buffer
+                 and e.mode == READ]
+            if len(w) != 1 or len(r) != 1 or src.vars != dst.vars:
+                notes.append(f"permutation re-indexing on {dep.buffer}: no single write and "
+                             "read effect in one host body")
+                continue
+            got = self.alignment.permutation_member(
+                c.members[i], w[0].relation, r[0].relation, src.vars, c.block, rng,
+                self._member(n, BLOCK))
+            if got.member is None:
+                notes.append(got.reason or "permutation re-indexing failed")
+                continue
+            yield (f"permutation re-indexed ({got.instances} instance"
+                   f"{'s' if got.instances != 1 else ''} per thread)", got.member.mapping)
+
+    def _plain_candidates(self, n: Node, c: Cluster, deps: list[tuple[int, int, Dependence]]):
         out = []
         if n.threads <= c.threads:
             out.append(("block", BLOCK))
         if n.thread_independent:
             out.append(("global", GLOBAL))
             for i, _j, dep in deps:
-                if dep.width == Width.THREAD and dep.alignment == "linear":
+                if dep.width == Width.THREAD and dep.alignment == "linear" \
+                        and not c.members[i].mapping.reps:
                     m = linear_map(c.members[i], c.threads, n)
                     if m is not None:
                         out.append(("linear re-indexed", m))
@@ -319,8 +361,6 @@ class Planner:
         for p in g.predecessors(n.index):
             if p in members_idx:
                 for dep in g.edges[p, n.index]["deps"]:
-                    if dep.width == Width.GLOBAL:
-                        return f"GLOBAL dependence {describe(dep)}"
                     deps.append((members_idx[p], len(c.nodes), dep))
             elif self._reaches(c, owner[p], g, owner):
                 return (f"it also depends on {owner[p].nodes[0].label()}, which depends on the "
@@ -333,8 +373,9 @@ class Planner:
             return "block too large"
         all_deps = self._cluster_deps(c, g) + deps
         last = None
-        for kind, mapping in self._candidates(n, c, deps):
-            member = self._member(n, mapping)
+        notes: list[str] = []
+        for kind, mapping in self._candidates(n, c, deps, notes):
+            member = self._member(n, mapping, blocks=self._blocks_of(mapping, c))
             reason = self.alignment.covers_exactly_once(member, c.block,
                                                         self._range(c, member))
             if reason is not None:
@@ -363,8 +404,20 @@ class Planner:
                                  f"dependences {', '.join(widths)}")
                 return None
             last = f"{kind} map: {res.reason}"
+        glob = [d for _i, _j, d in deps if d.width == Width.GLOBAL]
+        if glob:
+            return f"GLOBAL dependence {describe(glob[0])}" + \
+                "".join(f"; {x}" for x in ([last] if last else []) + notes)
+        if last is None and notes:
+            return "no thread map fits (the launch is not thread-independent and its shape " \
+                "differs); " + "; ".join(notes)
         return last or "no thread map fits (the launch is not thread-independent and its shape "\
             "differs)"
+
+    @staticmethod
+    def _blocks_of(mapping: ThreadMap, c: Cluster) -> int | None:
+        """A multi-instance map runs in the producer's block range (the cluster's)."""
+        return c.blocks() if mapping.reps else None
 
     def _vars(self, n: Node) -> tuple[str, ...]:
         return self.uar.statement(n.sid).vars
