@@ -256,9 +256,7 @@ class AliasFacts(ModulePass):
         host = ctx.host_program
         assert host is not None  # `requires` makes the pass manager check it
         edit = ModuleEdit(module.text)
-        launches: dict[str, list[Launch]] = {}
-        for op in host.launches():
-            launches.setdefault(op.mangled, []).append(op)
+        launches = host.launches_by_kernel()
         wanted = [n for n, k in edit.kernels.items() if launches.get(n) and any(
             _is_ptr(p) and not re.search(r"\bnoalias\b", p.attrs) for p in k.params)]
         if not wanted:

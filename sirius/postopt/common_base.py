@@ -89,9 +89,7 @@ class CommonBase(ModulePass):
         host = ctx.host_program
         assert host is not None  # `requires` makes the pass manager check it
         edit = ModuleEdit(module.text)
-        launches: dict[str, list[Launch]] = {}
-        for op in host.launches():
-            launches.setdefault(op.mangled, []).append(op)
+        launches = host.launches_by_kernel()
         for name, k in edit.kernels.items():
             ops = launches.get(name)
             if not ops or any(len(op.args) != len(k.params) for op in ops) or \

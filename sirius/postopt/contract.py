@@ -283,9 +283,7 @@ class Contract(ModulePass):
             return text
         lines = text.splitlines()
         kernels = kernels_of(lines)
-        launches: dict[str, list[Launch]] = {}
-        for op in host.launches():
-            launches.setdefault(op.mangled, []).append(op)
+        launches = host.launches_by_kernel()
         # (1) parameters that only store
         params: dict[tuple[str, int], list[int]] = {}
         for name, ops in launches.items():

@@ -131,9 +131,7 @@ class HostConstants(ModulePass):
         host = ctx.host_program
         assert host is not None  # `requires` makes the pass manager check it
         edit = ModuleEdit(module.text)
-        launches: dict[str, list[Launch]] = {}
-        for op in host.launches():
-            launches.setdefault(op.mangled, []).append(op)
+        launches = host.launches_by_kernel()
         renames: dict[int, str] = {}  # id(Launch) -> clone name
         for name, k in edit.kernels.items():
             ops = launches.get(name)

@@ -240,6 +240,13 @@ class HostProgram:
         walk(self.ops)
         return out
 
+    def launches_by_kernel(self) -> dict[str, list[Launch]]:
+        """Every static launch, grouped by the kernel's mangled name (program order)."""
+        out: dict[str, list[Launch]] = {}
+        for op in self.launches():
+            out.setdefault(op.mangled, []).append(op)
+        return out
+
     def to_json(self) -> dict:
         out = {
             "entry": self.entry,
