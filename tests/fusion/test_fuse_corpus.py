@@ -97,15 +97,21 @@ def test_horizontal_arrangement_does_no_vertical_fusion() -> None:
     assert res.launches_after == 4  # a chain has no independent launches
 
 
-def test_tvm_bert_qkv_six_launches_become_two() -> None:
+def test_tvm_bert_qkv_six_launches_become_one() -> None:
     # matmul_q, transpose_q, matmul_k, ... all through one storage d_storage0: splitting it
-    # (+2 x 8192 B) leaves three independent branches; matmul -> transpose is GLOBAL (each
-    # transpose block reads rows written by every matmul thread), so the three matmuls form one
-    # horizontal kernel and the three transposes another.
+    # (+2 x 8192 B) leaves three independent branches. matmul -> transpose is GLOBAL (each
+    # transpose block reads rows written by every matmul thread), but the transpose's read
+    # index permutes the digits of its thread id and each of the 128 matmul threads (one block
+    # of 8x16) writes 16 floats (8 float2 at offsets 0, 2, 64, 66, 128, 130, 192, 194 from
+    # 256*tx + 4*ty): permutation re-indexing runs the 16 transpose instances that read them in
+    # that thread. The three vertical branches then form one mixed kernel: 6 -> 1.
     res = verified("kernels/tvm/bert_qkv.cu")
-    assert (res.launches_before, res.launches_after) == (6, 2)
+    assert (res.launches_before, res.launches_after) == (6, 1)
     assert res.storage.extra_bytes == 2 * 8192
-    assert sorted(r.arrangement for r in res.fused) == ["horizontal", "horizontal"]
+    # records: the three vertical branches, then the mixed kernel that holds them
+    assert [r.arrangement for r in res.fused] == ["vertical"] * 3 + ["mixed"]
+    assert all("permutation re-indexed (16 instances per thread)" in " ".join(r.reasons)
+               for r in res.fused[:3])
 
 
 def test_lstm_loop_nest_fused_along_wavefronts() -> None:
@@ -130,12 +136,15 @@ def test_stencil_time_loop_not_fused_and_report_says_why() -> None:
     assert "loop t" in why and "GLOBAL" in why, why
 
 
-def test_transpose_consumer_not_fused_global() -> None:
-    res = fused("kernels/transpose_elementwise.cu")
-    assert res.launches_after == 2
-    from sirius.fusion.report import not_fused
-
-    assert "GLOBAL" in " ".join(not_fused(res))
+def test_transpose_consumer_fused_by_permutation_reindexing() -> None:
+    # transpose (tiles 32x32, block 32x8: each thread writes T at 4 rows, 8 apart) ->
+    # scale_shift (1-D, 256 threads, reads T[g] once per thread): GLOBAL (each scale_shift
+    # block reads rows four transpose blocks wrote), but the read index is the identity, a
+    # trivial permutation: each transpose thread runs the 4 scale_shift instances that read
+    # the elements it wrote. 2 -> 1.
+    res = verified("kernels/transpose_elementwise.cu")
+    assert (res.launches_before, res.launches_after) == (2, 1)
+    assert "permutation re-indexed (4 instances per thread)" in " ".join(res.fused[0].reasons)
 
 
 # PTX for both architectures ---------------------------------------------------------------------
