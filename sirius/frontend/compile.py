@@ -22,6 +22,7 @@ from sirius.frontend.cache import IRCache
 from sirius.frontend.program import Program
 from sirius.frontend.toolchain import (
     Toolchain,
+    c_host_flags,
     cache_root,
     device_flags,
     host_flags,
@@ -82,12 +83,48 @@ def _parse_verified(text: str, what: str, src: Path) -> llvm.ModuleRef:
     return mod
 
 
+def is_c_source(src: Path) -> bool:
+    """A `.c` file is C host code (`.cu`, `.cpp`, anything else: CUDA C++)."""
+    return src.suffix == ".c"
+
+
+# CUDA C++ that a `.c` file cannot contain: a launch, or a kernel/device definition.
+_CUDA_ONLY = re.compile(r"<<<|\b__global__\b|\b__device__\b|\b__constant__\b|\b__shared__\b")
+_COMMENTS_AND_STRINGS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                                   re.S)
+
+
+def check_c_source(src: Path, text: str) -> None:
+    """A `.c` file is compiled as C: refuse one that uses CUDA C++ (launches, kernels)."""
+    code = _COMMENTS_AND_STRINGS.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), text)
+    if m := _CUDA_ONLY.search(code):
+        line = code.count("\n", 0, m.start()) + 1
+        col = m.start() - (code.rfind("\n", 0, m.start()) + 1) + 1
+        what = "launches a kernel (<<<...>>>)" if m[0] == "<<<" else f"uses {m[0]}"
+        raise FrontendError(
+            f"{src.name} {what}, which is CUDA C++, but a .c file is compiled as C",
+            Location(str(src), line, col),
+            notes=("rename it to .cu (CUDA C++ is compiled as C++: old C that is not valid C++, "
+                   "such as `int new;` or malloc without a cast, must then be fixed), or move "
+                   "the CUDA code into a .cu file and keep the C host code in the .c file",))
+
+
+def _parse_pair(device: str, host: str, src: Path):
+    """The device (None for a C file) and host modules of one input, parsed and verified."""
+    dmod = _parse_verified(device, "device", src) if device else None
+    return dmod, _parse_verified(host, "host", src)
+
+
 def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
                  use_cache: bool, lookup: bool = True) -> tuple[str, str, bool]:
     """(device IR, host IR, whether it came from the cache). `lookup=False` recompiles and
-    replaces the cache entry (one whose IR LLVM rejects)."""
-    dflags, hflags = device_flags(tc, arch), host_flags(tc, arch)
+    replaces the cache entry (one whose IR LLVM rejects). A `.c` file has no device IR ("")."""
     source = src.read_bytes()
+    if is_c_source(src):
+        check_c_source(src, source.decode(errors="replace"))
+        dflags, hflags = [], c_host_flags(tc)
+    else:
+        dflags, hflags = device_flags(tc, arch), host_flags(tc, arch)
     extra = extra + prelude_flags(tc, source.decode(errors="replace"), extra)  # keyed below
     # The file's path is in the key only when it matters: a quoted #include is looked up next to
     # the file. Otherwise the same program anywhere (a test's temporary directory) is one entry,
@@ -103,11 +140,13 @@ def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
         return _localised(hit[0], src), _localised(hit[1], src), True
     with tempfile.TemporaryDirectory(prefix="sirius-cc-") as tmpd:
         tmp = Path(tmpd)
-        _run_clang(tc, dflags, src, tmp / "device.ll", tmp / "device.d", extra)
+        if dflags:
+            _run_clang(tc, dflags, src, tmp / "device.ll", tmp / "device.d", extra)
         _run_clang(tc, hflags, src, tmp / "host.ll", tmp / "host.d", extra)
-        device, host = (tmp / "device.ll").read_text(), (tmp / "host.ll").read_text()
+        device = (tmp / "device.ll").read_text() if dflags else ""
+        host = (tmp / "host.ll").read_text()
         deps: set[str] = set()
-        for d in ("device.d", "host.d"):
+        for d in ("device.d", "host.d") if dflags else ("host.d",):
             deps.update(_parse_depfile((tmp / d).read_text()))
     deps = {str(Path(d).resolve()) for d in deps} - {str(src.resolve())}
     if use_cache:
@@ -167,32 +206,41 @@ def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
         device, host, hit = _compile_one(tc, p, arch, extra, use_cache)
         if hit:
             try:
-                dmod, hmod = _parse_verified(device, "device", p), _parse_verified(host, "host", p)
+                dmod, hmod = _parse_pair(device, host, p)
             except FrontendError:  # a cached entry LLVM rejects is the cache's fault: rebuild it
                 device, host, hit = _compile_one(tc, p, arch, extra, use_cache, lookup=False)
         if not hit:
-            dmod, hmod = _parse_verified(device, "device", p), _parse_verified(host, "host", p)
+            dmod, hmod = _parse_pair(device, host, p)
         all_hit &= hit
-        dev_texts.append(device)
+        if dmod is not None:
+            dev_texts.append(device)
         host_texts.append(host)
-        if device_mod is None:
-            device_mod, host_mod = dmod, hmod
-        else:
-            try:
-                device_mod.link_in(dmod)
+        try:
+            if dmod is not None:
+                if device_mod is None:
+                    device_mod = dmod
+                else:
+                    device_mod.link_in(dmod)
+            if host_mod is None:
+                host_mod = hmod
+            else:
                 host_mod.link_in(hmod)
-            except RuntimeError as e:
-                raise FrontendError(f"cannot link {p.name} with the other inputs: {e}",
-                                    Location(str(p), 1)) from e
-    assert device_mod is not None and host_mod is not None
+        except RuntimeError as e:
+            raise FrontendError(f"cannot link {p.name} with the other inputs: {e}",
+                                Location(str(p), 1)) from e
+    if device_mod is None:
+        raise FrontendError("no CUDA source among the inputs: .c files are C host code; give "
+                            "the .cu file that defines the kernels as well",
+                            Location(str(paths[0]), 1))
+    assert host_mod is not None
     if len(paths) > 1:
         device_mod.verify()
         host_mod.verify()
     return Program(
         files=tuple(paths),
         arch=arch,
-        device_ir=dev_texts[0] if len(paths) == 1 else str(device_mod),
-        host_ir=host_texts[0] if len(paths) == 1 else str(host_mod),
+        device_ir=dev_texts[0] if len(dev_texts) == 1 else str(device_mod),
+        host_ir=host_texts[0] if len(host_texts) == 1 else str(host_mod),
         cache_hit=all_hit,
         compile_seconds=time.perf_counter() - start,
         device_module=device_mod,

@@ -21,14 +21,33 @@ from sirius.diagnostics import ToolchainError
 
 CLANG_NAMES = ("clang-22",)
 
-# Runtime functions CUDA 13 removed, mapped to what replaced them. Only defined when the toolkit
-# no longer declares them, so a program compiled against an older toolkit is unaffected.
-COMPAT_HEADER = """\
+# Runtime functions CUDA 13 removed, mapped to what replaced them, and the cudaDeviceProp fields
+# it removed, put back (docs/troubleshooting.md#removed-device-properties): `cudaDeviceProp` names
+# a struct that extends the toolkit's with them, so informational code that prints them compiles.
+# cudaGetDeviceProperties does not fill them; the host model knows no device property's value
+# (a size or launch configuration computed from one is refused). Only defined when the toolkit
+# no longer declares them, so a program compiled against an older toolkit is unaffected. A C
+# file includes the runtime API first (the CUDA wrapper does so for CUDA C++); C has no struct
+# inheritance, so the toolkit's struct is an anonymous member there (-fms-extensions).
+REMOVED_DEVICE_PROPS = ("clockRate", "deviceOverlap", "kernelExecTimeoutEnabled", "computeMode",
+                        "maxTexture1DLinear", "memoryClockRate",
+                        "singleToDoublePrecisionPerfRatio", "cooperativeMultiDeviceLaunch")
+_PROPS = ", ".join(REMOVED_DEVICE_PROPS)
+COMPAT_HEADER = f"""\
 /* sirius compatibility header: force-included into every compile (see DESIGN.md). */
 #pragma once
+#if !defined(__cplusplus) && !defined(__CUDACC__)
+#include <cuda_runtime_api.h>
+#endif
 #if defined(CUDART_VERSION) && CUDART_VERSION >= 13000
 #define cudaThreadSynchronize() cudaDeviceSynchronize()
 #define cudaThreadExit() cudaDeviceReset()
+#ifdef __cplusplus
+struct sirius_cudaDeviceProp : cudaDeviceProp {{ int {_PROPS}; }};
+#else
+struct sirius_cudaDeviceProp {{ struct cudaDeviceProp; int {_PROPS}; }};
+#endif
+#define cudaDeviceProp sirius_cudaDeviceProp
 #endif
 """
 
@@ -169,6 +188,29 @@ def device_flags(tc: Toolchain, arch: str) -> list[str]:
     return common_flags(tc, arch) + [
         "--cuda-device-only", "-Xclang", "-target-sdk-version=12.9", "-O2",
         "-Xclang", "-debug-info-kind=constructor",
+    ]
+
+
+# Old C that newer compilers reject by default (implicit declarations, implicit int, int <->
+# pointer conversions) is accepted with a warning, as C compilers did when it was written.
+_OLD_C_FLAGS = [
+    "-Wno-error=implicit-function-declaration", "-Wno-error=implicit-int",
+    "-Wno-error=int-conversion", "-Wno-error=incompatible-pointer-types",
+]
+
+
+def c_host_flags(tc: Toolchain) -> list[str]:
+    """A `.c` host file is compiled as C (it may not be valid C++: `int new;`, malloc without
+    a cast), for the host only, with the host flags of a `.cu` file and the toolkit's headers
+    (for cuda_runtime_api.h)."""
+    return [
+        "-x", "c", "-fms-extensions", "-Wno-microsoft-anon-tag",
+        "-isystem", str(tc.private_include),
+        "-isystem", str(tc.cuda_path / "include"),
+        "-include", str(tc.compat_header),
+        "-g", "-fno-discard-value-names", "-S", "-emit-llvm",
+        *_OLD_C_FLAGS,
+        "-O1", "-fno-unroll-loops", "-fno-vectorize", "-fno-slp-vectorize",
     ]
 
 

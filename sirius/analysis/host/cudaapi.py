@@ -70,6 +70,14 @@ _HARMLESS = {
     "cudaOccupancyMaxPotentialBlockSize", "cudaStreamQuery", "cudaChooseDevice",
     "cudaDeviceCanAccessPeer", "cudaInitDevice", "cudaCreateChannelDesc",
 }
+# Queries of the GPU: sirius compiles for no particular GPU, so what they return is unknown (and
+# the cudaDeviceProp fields CUDA 13 removed are never filled: frontend/toolchain.py).
+_PROPERTY = ("a device property ({}): sirius does not know the GPU's properties; give the "
+             "value as a constant (or -D NAME=VALUE) where it sets a size or launch configuration")
+_DEVICE_QUERY = {n: _PROPERTY.format(f"{n}()") for n in (
+    "cudaGetDeviceProperties", "cudaGetDeviceProperties_v2", "cudaDeviceGetAttribute",
+    "cudaFuncGetAttributes", "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cudaOccupancyMaxPotentialBlockSize", "cudaDeviceGetLimit", "cudaMemGetInfo")}
 _UNSUPPORTED = {
     "cudaMallocManaged": "managed memory (cudaMallocManaged) is not supported: sirius models "
                          "explicit device buffers and copies; use cudaMalloc and cudaMemcpy",
@@ -239,8 +247,8 @@ class CudaRuntime:
                 if isinstance(a, HostPtr) and name != "cudaEventRecord":
                     self.interp.touched(a, True, ins)  # cudaFreeHost too: memory a copy uses
                 if isinstance(a, HostPtr) and name not in ("cudaEventRecord", "cudaFreeHost"):
-                    self.interp.mem.havoc(a.region, Unknown(f"written by {name}()",
-                                                            self.interp.loc(ins)))
+                    why = _DEVICE_QUERY.get(name, f"written by {name}()")
+                    self.interp.mem.havoc(a.region, Unknown(why, self.interp.loc(ins)))
             return const(0, 32)
         handler = {"__cudaPushCallConfiguration": self._push_config,
                    "__cudaPopCallConfiguration": self._pop_config}.get(name) or \

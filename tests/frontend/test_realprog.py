@@ -1,0 +1,82 @@
+"""Real programs' front end (issue 15 item 6): constructs of old public benchmark programs that
+sirius either handles as a user expects or refuses naming file:line, the construct and what to
+change (exit 2, never a traceback). The programs are in tests/frontend/realprog/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tests.helpers import run_cli
+
+HERE = Path(__file__).resolve().parent / "realprog"
+
+
+def _run(tmp_path: Path, *files: str) -> dict[str, np.ndarray]:
+    out = tmp_path / "out.npz"
+    r = run_cli("run", "-q", *(str(HERE / f) for f in files), "--save", str(out))
+    assert r.returncode == 0, r.stderr
+    return dict(np.load(out))
+
+
+def _refused(*files: str) -> str:
+    r = run_cli("inspect", *(str(HERE / f) for f in files))
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    return r.stderr
+
+
+# 1. .c host files are C -----------------------------------------------------------------------
+
+def test_c_host_file_is_compiled_as_c(tmp_path):
+    """`int new` and malloc without a cast are C, not C++: the .c file compiles, its call of
+    the .cu file's extern "C" function is followed, and the kernel's result is 3 x its input."""
+    saved = _run(tmp_path, "cmain_host.c", "cmain_kernels.cu")
+    assert saved["d.out"].shape == (256,)
+    np.testing.assert_allclose(saved["d.out"], 3.0 * saved["d.in"], rtol=1e-6)
+
+
+def test_c_file_with_cuda_code_is_refused():
+    """A kernel definition in a .c file: named with its line (the <<< in a comment and in a
+    string are not code), and the fix (rename to .cu) is given."""
+    err = _refused("launch_in_c.c", "cmain_kernels.cu")
+    assert "launch_in_c.c:3:1" in err
+    assert "uses __global__, which is CUDA C++, but a .c file is compiled as C" in err
+    assert "rename it to .cu" in err
+
+
+def test_c_file_alone_is_refused():
+    err = _refused("cmain_host.c")
+    assert "no CUDA source among the inputs" in err
+
+
+# 2. cudaDeviceProp fields CUDA 13 removed -------------------------------------------------------
+
+def test_removed_device_properties_in_informational_code(tmp_path):
+    """clockRate, deviceOverlap, computeMode, memoryClockRate, kernelExecTimeoutEnabled printed
+    by main: the program compiles and runs (the printf is host code sirius skips); a = 0 + 1."""
+    saved = _run(tmp_path, "devprops.cu")
+    np.testing.assert_array_equal(saved["a.out"], np.ones(512, np.int32))
+
+
+def test_removed_device_properties_in_a_c_host_file(tmp_path):
+    saved = _run(tmp_path, "devprops_host.c", "devprops_kernels.cu")
+    np.testing.assert_array_equal(saved["a.out"], np.ones(512, np.int32))
+
+
+def test_device_property_as_a_grid_is_refused():
+    """A grid computed from prop.clockRate: its value is not known, so the model refuses."""
+    err = _refused("devprops_size.cu")
+    assert "devprops_size.cu:8" in err
+    assert "the grid of inc (x) is not known: a device property (cudaGetDeviceProperties())" \
+        in err
+
+
+# 3. legacy texture references -------------------------------------------------------------------
+
+def test_texture_reference_is_refused():
+    err = _refused("texref.cu")
+    assert "texref.cu:2:1" in err
+    assert "texture references were removed in CUDA 12 and sirius does not support textures" \
+        in err
