@@ -76,6 +76,26 @@ class DebugInfo:
             seen += 1
         return first
 
+    def function_name(self, node: int | None) -> str | None:
+        """The source function a `!dbg` location is in (the innermost one in the user's code,
+        so code inlined from a helper is named by the helper)."""
+        seen = 0
+        while node is not None and node in self.nodes and seen < 64:
+            kind, fields = self.nodes[node]
+            if kind != "!DILocation":
+                return None
+            scope, name = self._ref(fields.get("scope")), None
+            for _ in range(64):
+                if scope is None or self.nodes.get(scope, ("",))[0] == "!DISubprogram":
+                    name = self.string(scope, "name")
+                    break
+                scope = self._ref(self.nodes.get(scope, ("", {}))[1].get("scope"))
+            if not _is_system(self.file_of(self._ref(fields.get("scope"))) or ""):
+                return name
+            node = self._ref(fields.get("inlinedAt"))
+            seen += 1
+        return None
+
     def var_name(self, node: int) -> str | None:
         if self.nodes.get(node, ("",))[0] != "!DILocalVariable":
             return None

@@ -80,3 +80,33 @@ def test_texture_reference_is_refused():
     assert "texref.cu:2:1" in err
     assert "texture references were removed in CUDA 12 and sirius does not support textures" \
         in err
+
+
+# 4. constants set by host helpers that do no GPU work -------------------------------------------
+
+def test_constant_set_by_a_helper_through_a_pointer():
+    """setup(&n, verbose), not inlined, stores n = 1024 (and prints it under a condition
+    sirius cannot decide): the call is followed, n is known."""
+    from tests.helpers import ev, inspect_doc
+
+    doc = inspect_doc(HERE / "helper_size.cu")
+    assert [b["bytes"] for b in doc["host"]["buffers"]] == [4096]
+    (launch,) = [op for op in doc["host"]["ops"] if op["op"] == "launch"]
+    assert [ev(g) for g in launch["grid"]] == [4, 1, 1]
+
+
+def test_globals_set_by_a_helper_with_a_fill_loop(tmp_path):
+    """setup() sets the global N and fills the global `data` in a loop that calls rand() and
+    reloads `data` every iteration: the loop writes only the heap block `data` points to, so N
+    stays known (it used to be forgotten: "computed by host code sirius skips"); a = 2 b."""
+    saved = _run(tmp_path, "helper_global.cu")
+    assert saved["a.out"].shape == (1024,)
+    np.testing.assert_allclose(saved["a.out"], 2.0 * saved["b.in"], rtol=1e-6)
+
+
+def test_size_read_by_a_helper_is_refused_naming_it():
+    """read_size() may overwrite n with fscanf: refused, naming the helper and its line."""
+    err = _refused("helper_unknown.cu")
+    assert "helper_unknown.cu:16" in err
+    assert "the allocation size of 'a' is not a compile-time constant (computed by host code " \
+        "sirius skips (line 11, in read_size()))" in err

@@ -69,6 +69,9 @@ class HostInterpreter(HostFlow):
         self.buffers: list[Buffer] = []
         self.ops: list[list[Op]] = [[]]
         self.call_stack: list[Function] = []
+        # loads of pointer globals in code being skipped, assumed to give what the global holds
+        # while that is checked (flow.py, loaded_regions)
+        self.assumed_loads: dict[Value, set[Region]] = {}
         self.cfgs: dict[Function, FunctionCFG] = {}
         self.gpu_fn: dict[str, bool] = {}
         self.ranges: dict[str, tuple[int, int]] = {}

@@ -166,15 +166,20 @@ class HostFlow(AddressFlow):
     # effects of skipped code ----------------------------------------------------------------
     def havoc_region(self, frame: Frame, blocks, where: Block) -> None:
         loc = self.loc(where.terminator)
-        why = Unknown(f"computed by host code sirius skips (line {loc.line if loc else '?'})")
+        term = where.terminator
+        fn = self.view.debug.function_name(term.dbg) if term.dbg is not None else None
+        helper = f", in {fn}()" if fn and fn != self.entry else ""
+        why = Unknown(f"computed by host code sirius skips (line {loc.line if loc else '?'}"
+                      f"{helper})")
         blocks = set(blocks)
         writes = self.skipped_writes(frame, blocks)  # judged before its values are forgotten
         self.skipped_accesses(frame, blocks)
+        targets = [(t, self.pointer_regions(frame, t, set(), blocks)) for t, _, _ in writes]
         for b in blocks:
             for ins in b.instrs:
                 frame.env[ins] = why
-        for t, (device, via), ins in writes:
-            self.havoc_through(frame, t, why, device, via, ins)
+        for (t, (device, via), ins), (_, regions) in zip(writes, targets, strict=True):
+            self.havoc_through(frame, t, why, device, via, ins, regions)
 
     def skipped_accesses(self, frame: Frame, blocks: set[Block]) -> None:
         """The host memory skipped code may read or write, for the syncs the host observes
@@ -199,7 +204,7 @@ class HostFlow(AddressFlow):
                 else:
                     continue
                 for ptr, write in ptrs:
-                    regions = self.pointer_regions(frame, ptr, set())
+                    regions = self.pointer_regions(frame, ptr, set(), blocks)
                     if regions is None:
                         watch.unknown(write, self.loc(ins))
                     for r in regions or ():
@@ -208,10 +213,13 @@ class HostFlow(AddressFlow):
                         return
 
     def havoc_through(self, frame: Frame, ptr: Value, why: Unknown, device: bool = False,
-                      via: frozenset[str] = frozenset(), ins: Instr | None = None) -> None:
+                      via: frozenset[str] = frozenset(), ins: Instr | None = None,
+                      regions: set[Region] | None | bool = False) -> None:
         """Forget what the memory `ptr` may point into holds; `device`: a device address may
-        have been written there (where is not known), `via`: bytes of those device buffers."""
-        regions = self.pointer_regions(frame, ptr, set())
+        have been written there (where is not known), `via`: bytes of those device buffers.
+        `regions`: where `ptr` points, when the caller worked it out (False: not given)."""
+        if regions is False:
+            regions = self.pointer_regions(frame, ptr, set())
         if not self.probing and self.watch.open and self.watch.pending:
             for r in regions or ():
                 self.watch.write(r, self.loc(ins))
@@ -226,7 +234,10 @@ class HostFlow(AddressFlow):
                                           "sirius does not follow", self.loc(ins)))
             self.mem.add_from_device(r, via)
 
-    def pointer_regions(self, frame: Frame, v: Value, seen: set) -> set[Region] | None:
+    def pointer_regions(self, frame: Frame, v: Value, seen: set,
+                        skipped: set[Block] | frozenset = frozenset()) -> set[Region] | None:
+        """The host regions the pointer `v` may point into (None: any). `skipped`: code about to
+        be skipped, whose loads of pointer globals are followed (loaded_regions)."""
         if v in seen:
             return set()
         seen.add(v)
@@ -237,12 +248,16 @@ class HostFlow(AddressFlow):
             return set()
         if v.kind == "global":
             return {self.global_region(v.name)}
+        if isinstance(v, Instr) and v.opcode == "load" and v.block in skipped:
+            if v in self.assumed_loads:
+                return set(self.assumed_loads[v])
+            return self.loaded_regions(frame, v, skipped)
         if isinstance(v, Instr) and v.opcode in ("getelementptr", "bitcast", "phi", "select"):
             ops = v.operands[:1] if v.opcode in ("getelementptr", "bitcast") else (
                 v.operands if v.opcode == "phi" else v.operands[1:])
             out: set[Region] = set()
             for o in ops:
-                sub = self.pointer_regions(frame, o, seen)
+                sub = self.pointer_regions(frame, o, seen, skipped)
                 if sub is None:
                     return None
                 out |= sub
@@ -251,6 +266,45 @@ class HostFlow(AddressFlow):
                 cudaapi.is_allocator(v.callee.name):
             return set()  # fresh heap memory, allocated inside the skipped code
         return None
+
+    def loaded_regions(self, frame: Frame, load: Instr, skipped: set[Block]) -> set[Region] | None:
+        """Where a pointer that skipped code loads from a global variable (`data[i] = ...` in a
+        helper's fill loop, `data` a global the loop reloads after each library call) points:
+        where the global points now, when the skipped code cannot change it: it writes only
+        through pointers that cannot point into the global, and calls no function of the program
+        (library functions are assumed not to write the program's globals, as elsewhere)."""
+        g = load.operands[0]
+        if g.kind != "global" or load.type != "ptr":
+            return None
+        region = self.global_region(g.name)
+        held = self.mem.load(region, 0, 8, "")
+        if isinstance(held, HostPtr):
+            now = {held.region}
+        elif isinstance(held, DevPtr | Null):
+            now = set()
+        else:
+            return None
+        # Assume the global keeps that value in the skipped code (its own stores through the
+        # loaded pointer then land there) and check that nothing it writes can change it.
+        self.assumed_loads[load] = now
+        try:
+            for b in skipped:
+                for ins in b.instrs:
+                    if ins.opcode == "store":
+                        target = self.pointer_regions(frame, ins.operands[1], set(), skipped)
+                        if target is None or region in target:
+                            return None
+                    elif ins.opcode in ("call", "invoke"):
+                        callee = ins.callee
+                        if callee is None or callee.kind != "func":
+                            return None
+                        fn = self.view.functions.get(callee.name)
+                        if fn is not None and not fn.is_declaration or \
+                                any(a.kind == "global" and a.name == g.name for a in ins.args):
+                            return None
+        finally:
+            del self.assumed_loads[load]
+        return now
 
     # loops ---------------------------------------------------------------------------------
     def run_loop(self, frame: Frame, lp: NaturalLoop, preds: frozenset[Block]):

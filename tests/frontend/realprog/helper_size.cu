@@ -4,7 +4,7 @@ __global__ void fill(float *a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) a[i] = (float)i;
 }
-void setup(int *n, int verbose) {
+__attribute__((noinline)) void setup(int *n, int verbose) {
   *n = 1024;
   if (verbose) printf("n = %d\n", *n);
 }
