@@ -110,3 +110,22 @@ def test_size_read_by_a_helper_is_refused_naming_it():
     assert "helper_unknown.cu:16" in err
     assert "the allocation size of 'a' is not a compile-time constant (computed by host code " \
         "sirius skips (line 11, in read_size()))" in err
+
+
+# 5. copies to and from __constant__/__device__ variables ------------------------------------------
+
+def test_memcpy_to_symbol_is_refused_naming_the_variable():
+    """Not modelled yet (the host model has no buffer for a device variable, and fusion would
+    not see the copy as a write of what the kernel reads): refused with the variable and the
+    rewrite to make."""
+    err = _refused("symbol.cu")
+    assert "symbol.cu:10:3" in err
+    assert "cudaMemcpyToSymbol copies to the __constant__/__device__ variable 'coef', which " \
+        "sirius does not model yet" in err
+    assert "cudaMalloc a buffer, fill it with cudaMemcpy" in err
+
+
+def test_memcpy_from_symbol_of_a_static_variable_is_refused():
+    err = _refused("symbol_from.cu")
+    assert "symbol_from.cu:10:3" in err
+    assert "cudaMemcpyFromSymbol copies from the __constant__/__device__ variable 'count'" in err
