@@ -77,7 +77,8 @@ from sirius.analysis.host.model import (
     Memset,
     NullArg,
     Op,
-    Rotating,
+    dev_refs,
+    flat_ops,
 )
 from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassInput
 from sirius.postopt.kernel_text import KernelText, kernels_of, split_top
@@ -172,18 +173,8 @@ def _classify(line: str, derived: set[str]) -> str:
 
 
 # the host program ----------------------------------------------------------------------------
-def _walk(ops: tuple[Op, ...]):
-    for op in ops:
-        if isinstance(op, Loop):
-            yield from _walk(op.body)
-        else:
-            yield op
-
-
 def _names(addr) -> list[str]:
-    if isinstance(addr, Rotating):
-        return [c.buffer for c in addr.choices if isinstance(c, DevRef)]
-    return [addr.buffer] if isinstance(addr, DevRef) else []
+    return [r.buffer for r in dev_refs(addr)]
 
 
 Use = tuple[str, int] | str  # (kernel, parameter index) of a launch argument, or a kind
@@ -199,7 +190,7 @@ def buffer_uses(host: HostProgram) -> dict[str, list[Use]]:
     def add(name: str, use: Use) -> None:
         uses.setdefault(name, []).append(use)
 
-    for op in _walk(host.ops):
+    for op in flat_ops(host.ops):
         if isinstance(op, Alloc):
             add(op.buffer, "alloc")
         elif isinstance(op, Free):
@@ -227,7 +218,7 @@ def outputs(host: HostProgram) -> set[str]:
     """The buffers the program's user observes: role output, or read by a device-to-host
     copy (what `sirius verify` compares)."""
     out = {b.name for b in host.buffers if b.role == "output"}
-    for op in _walk(host.ops):
+    for op in flat_ops(host.ops):
         if isinstance(op, Copy) and op.kind == "D2H":
             out.update(_names(op.src))
     return out

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sirius.analysis.host.model import Copy, DevRef, HostProgram, Loop, Rotating
+from sirius.analysis.host.model import Copy, HostProgram, dev_refs, flat_ops
 
 __all__ = ["Compared", "Observation", "as_original", "observe", "observed"]
 
@@ -57,27 +57,15 @@ class Observation:
         return [c.buffer for c in self.compared]
 
 
-def _walk(ops):
-    for op in ops:
-        if isinstance(op, Loop):
-            yield from _walk(op.body)
-        else:
-            yield op
-
-
-def _refs(addr) -> list[DevRef]:
-    if isinstance(addr, Rotating):
-        return [c for c in addr.choices if isinstance(c, DevRef)]
-    return [addr] if isinstance(addr, DevRef) else []
 
 
 def _outputs(host: HostProgram) -> dict[str, str]:
     """Buffer -> why, for role-output buffers and sources of device-to-host copies."""
     why = {b.name: "role output" for b in host.buffers if b.role == "output"}
-    for op in _walk(host.ops):
+    for op in flat_ops(host.ops):
         if isinstance(op, Copy) and op.kind == "D2H":
             at = f" at {op.loc}" if op.loc else ""
-            for r in _refs(op.src):
+            for r in dev_refs(op.src):
                 why.setdefault(r.buffer, f"copied device-to-host{at}")
     return why
 

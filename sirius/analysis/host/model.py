@@ -7,6 +7,7 @@ as a number and anything else as an isl-syntax string. docs/host-model.md is the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sirius.analysis.expr import Expr
@@ -212,6 +213,22 @@ class Loop:
 
 
 Op = Alloc | Free | Copy | Memset | Launch | Sync | Loop
+
+
+def flat_ops(ops: tuple[Op, ...]) -> Iterator[Op]:
+    """Every op that is not a loop, loop bodies included, in program order."""
+    for op in ops:
+        if isinstance(op, Loop):
+            yield from flat_ops(op.body)
+        else:
+            yield op
+
+
+def dev_refs(addr: object) -> list[DevRef]:
+    """The device buffers an address may name: its own, or a rotating address's choices."""
+    if isinstance(addr, Rotating):
+        return [c for c in addr.choices if isinstance(c, DevRef)]
+    return [addr] if isinstance(addr, DevRef) else []
 
 
 @dataclass(frozen=True, slots=True)
