@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.analysis.support import KERNELS, launch_deps, uar_of
+from tests.helpers import by_size
 
 TVM = Path(os.environ.get("SIRIUS_TVM_KERNELS", KERNELS / "tvm"))
 MODELS = sorted(TVM.glob("*.cu")) if TVM.is_dir() else []
@@ -26,7 +27,7 @@ def _ids(p: Path) -> str:
     return p.stem
 
 
-@pytest.mark.parametrize("path", MODELS, ids=_ids)
+@pytest.mark.parametrize("path", by_size(MODELS), ids=_ids)  # large models: make test-all
 def test_tvm_model(path):
     u = uar_of(str(path))
     # flow is never lost

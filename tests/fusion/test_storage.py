@@ -28,6 +28,7 @@ from sirius.fusion.plan.storage import (
     apply_splits,
     split_storage,
 )
+from tests.helpers import by_size
 
 ROOT = Path(__file__).resolve().parents[2]
 TVM = ROOT / "kernels" / "tvm"
@@ -234,7 +235,7 @@ def test_unsafe_split_would_change_outputs(buffer, first, last, broken):
 MODELS = ["bert_qkv", "bert_layer", "mlp", "lstm", "seq2seq"]
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", by_size(MODELS))  # bert_layer: make test-all
 def test_tvm_versions_are_planner_tensors(model):
     """Each TVM storage splits into one version per tensor the planner put in it; no WAR or
     WAW remains on temps (every tensor of the dataflow graph has one producer); the split
