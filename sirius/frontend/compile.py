@@ -9,6 +9,7 @@ header it names still has the content it had, so editing an included header reco
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import tempfile
@@ -158,10 +159,25 @@ _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"', re.M)
 _SRC, _CWD = "@@sirius-source@@", "@@sirius-cwd@@"
 
 
+_DIFILE = re.compile(r'DIFile\(filename: "([^"]*)", directory: "([^"]*)"')
+
+
 def _placeheld(ir: str, src: Path) -> str:
     """The IR with the source path and working directory (as debug info records them) replaced
-    by placeholders, for the cache."""
-    return _swap(ir, (str(src), _SRC), (str(Path.cwd()), _CWD))
+    by placeholders, for the cache. clang may also record the source split at a common parent
+    of the file and the working directory (`filename: "pp/one/prog.cu", directory: "/tmp"`
+    when compiling /tmp/pp/one/prog.cu from /tmp/cc): that form is put in the whole-path form
+    first."""
+    whole = os.path.normpath(str(src))
+
+    def unsplit(m: re.Match) -> str:
+        name, directory = m.group(1), m.group(2)
+        if directory and not os.path.isabs(name) and \
+                os.path.normpath(os.path.join(directory, name)) == whole:
+            return f'DIFile(filename: "{src}", directory: "{directory}"'
+        return m.group(0)
+
+    return _swap(_DIFILE.sub(unsplit, ir), (str(src), _SRC), (str(Path.cwd()), _CWD))
 
 
 def _localised(ir: str, src: Path) -> str:
