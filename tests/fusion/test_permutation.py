@@ -1,4 +1,4 @@
-"""Permutation re-indexing (issue 15 item 1; sirius/fusion/plan/alignment.py
+"""Permutation re-indexing (issue 15 item 1; sirius/fusion/plan/permutation.py
 `permutation_member`): a consumer whose read index permutes the digits of its linear thread id
 runs in the threads of the producer that wrote what it reads. The program's header comment
 says which variant fuses and why (tests/fusion/permutation_programs/mm_transpose.cu)."""

@@ -231,7 +231,7 @@ def describe(dep: Dependence) -> str:
 class Planner:
     def __init__(self, host: HostProgram, uar: UAR, kernels: Sequence[KernelInfo],
                  options: Options):
-        from sirius.fusion.plan import alignment
+        from sirius.fusion.plan import alignment, permutation
 
         self.kernels = kernels
         self.host = host
@@ -239,6 +239,7 @@ class Planner:
         self.opt = options
         self.limits = limits_for(options.arch)
         self.alignment = alignment
+        self.permutation = permutation
         self.counter = 0
 
     def plan(self) -> list[Region]:
@@ -302,7 +303,7 @@ class Planner:
                 notes.append(f"permutation re-indexing on {dep.buffer}: no single write and "
                              "read effect in one host body")
                 continue
-            got = self.alignment.permutation_member(
+            got = self.permutation.permutation_member(
                 c.members[i], w[0].relation, r[0].relation, src.vars, c.block, rng,
                 self._member(n, BLOCK))
             if got.member is None:
