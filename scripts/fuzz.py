@@ -2,7 +2,7 @@
 
     python scripts/fuzz.py --count 1000 [--seed S] [--jobs N] [--keep DIR]
     python scripts/fuzz.py --fuse --count 1000 [--seed S] [--jobs N] [--arrangement A]
-    python scripts/fuzz.py ... --features +asm    # inline PTX stores, off by default
+    python scripts/fuzz.py ... --features -asm    # without inline PTX stores (on by default)
 
 Program i uses generator seed S + i (and the executor's input seed S + i). Every failure prints
 the one command that reproduces it: `python scripts/fuzz.py --seed S+i --count 1`. Exit status 1

@@ -43,18 +43,16 @@ if TYPE_CHECKING:
 class Features:
     """Which constructs of issue 12 programs may use, and in how many programs (percent).
 
-    `asm_stores` is off by default: the CPU executor cannot run `st.global.f32` (its PTX
-    lifter translates register-only templates; a store would bypass the executor's address
-    checks and counters). Turn it on with `generate(seed, features=Features.parse("+asm"))`
-    or `scripts/fuzz.py --features +asm` to exercise the analysis (fused programs with it
-    cannot be verified). `host_tables` is on since the executor writes real device addresses
-    into host-written tables (issue 12 item 4)."""
+    All are on by default. `host_tables` came on when the executor began writing real device
+    addresses into host-written tables (issue 12 item 4), `asm_stores` when its PTX lifter
+    learnt `ld`/`st` (the store is then an ordinary access: counted and bounds-checked). Seeds
+    found before either keep their programs with `Features.parse("-host-tables,-asm")`."""
 
     device_tables: bool = True
     globals: bool = True
     device_functions: bool = True
     host_tables: bool = True
-    asm_stores: bool = False
+    asm_stores: bool = True
     percent: int = 40
 
     NAMES = {"device-tables": "device_tables", "globals": "globals",

@@ -23,10 +23,9 @@ A program is a DAG of launches over float buffers, in the style of kernels/*.cu:
     maps that load and store through `__noinline__` device functions (with pointer
     arguments, or a `__device__` variable's own getter and setter) and maps reading their
     input backwards (x[n - 1 - i]), all with the same numpy reference semantics.
-    pointer tables the host fills (a host array of device pointers copied with cudaMemcpy).
-    One more is off by default because the CPU executor cannot run it: inline PTX stores
-    (`asm volatile("st.global.f32 ...")`). Turn it on with
-    `generate(seed, features=Features.parse("+asm"))`, or `scripts/fuzz.py --features +asm`;
+    pointer tables the host fills (a host array of device pointers copied with cudaMemcpy),
+    and inline PTX stores (`asm volatile("st.global.f32 ...")`). `generate(seed,
+    features=Features.parse("-asm"))` or `scripts/fuzz.py --features -asm` turns one off;
     `Features.parse("none")` gives the programs of the generator before extras.py (see the
     Features docstring).
 Launches form chains, forks (a value read by several launches), independent branches (fresh

@@ -196,3 +196,22 @@ def test_half_warp_full_mask_shuffle_does_not_hang(isolated):
     else:
         x = run("programs/divergent_shuffle.cu").initial["d_x"].tolist()
         assert value[:15] == x[1:16] and value[16:] == x[16:]
+
+
+# ---- inline PTX loads and stores ---------------------------------------------------------------
+def test_inline_ptx_accesses_are_counted_and_bounds_checked():
+    """`ld.global`/`st.global` in inline PTX are lifted to ordinary accesses: the values are
+    right, their bytes are counted, and --check-bounds reports the one past the end."""
+    x = np.arange(1001, dtype=F32) / 4
+    res = run("programs/asm_ldst.cu", inputs={"d_in": x})
+    assert np.array_equal(res.final["d_tag"], (np.arange(1000) & 255).astype(np.uint8))
+    shift, tag, _ = res.launches
+    assert (shift.stats.global_load_bytes, shift.stats.global_store_bytes) == (4000, 4000)
+    assert tag.stats.global_store_bytes == 1000
+    assert np.array_equal(res.final["d_out"], 2 * x[1:])  # past_end's store went to the red zone
+    with pytest.raises(KernelFault) as e:
+        run("programs/asm_ldst.cu", inputs={"d_in": x}, check_bounds=True, jobs=1)
+    assert re.fullmatch(r"out-of-bounds store of 4 bytes at address 0x[0-9a-f]+ in kernel "
+                        r"past_end, block \(3, 0, 0\), thread \(232, 0, 0\)", e.value.message), \
+        e.value.message
+    assert e.value.notes == ("0 bytes past the end of d_out (4000 bytes)",)

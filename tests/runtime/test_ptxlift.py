@@ -541,13 +541,57 @@ def t_cvt(key: str) -> None:
         check(out, npr.tolist(), "f16", "cvt.rn.f16.f32 vs numpy", [x])
 
 
+# ---- memory ------------------------------------------------------------------------------------
+def t_memory(key: str) -> None:
+    """`ld`/`st` of one element at an address operand plus an offset (none, +8, -8), generic and
+    .global: a load gives the element (sign- or zero-extended into a wider register), a store
+    writes exactly the element's bytes."""
+    op, ty = key.split(".")
+    w = width(ty)
+    rw = max(w, 16)  # the register it goes through (8-bit types use a 16-bit one)
+    size, n = w // 8, 64
+    rng = np.random.default_rng(w)
+    for space, off in (("", ""), (".global", "+8"), (".global.volatile", "-8")):
+        k = int(off or "0")
+        buf = rng.integers(0, 256, (n + 4) * size, dtype=np.uint8)
+        elems = buf[2 * size:(n + 2) * size].copy().view(R.UINT[w])
+        addr = (buf.ctypes.data + 2 * size + np.arange(n, dtype=np.uint64) * size
+                - np.uint64(k & (2 ** 64 - 1))).astype(np.uint64)
+        if op == "ld":
+            out = R.Case(f"ld{space}.{ty} $0, [$1{off}];", f"={R.letter(rw)},l", rw,
+                         (64,)).run(addr)
+            ref = elems.astype(R.UINT[rw])
+            if ty.startswith("s") and rw > w:
+                ref = elems.view(f"int{w}").astype(f"int{rw}").view(R.UINT[rw])
+            assert np.array_equal(out, ref), (key, space, off)
+        else:
+            vals = rng.integers(0, 2 ** rw, n, dtype=R.UINT[rw])
+            before = buf.copy()
+            R.Case(f"{{st{space}.{ty} [$1{off}], $2; mov.b16 $0, 0;}}", f"=h,l,{R.letter(rw)}",
+                   16, (64, rw)).run(addr, vals)
+            want = before.copy()
+            want[2 * size:(n + 2) * size] = (vals & ((1 << w) - 1)).astype(R.UINT[w]).view(
+                np.uint8)
+            assert np.array_equal(buf, want), (key, space, off)
+
+
+def test_memory_refusals() -> None:
+    """Shared, local and vector accesses are not lifted, and the refusal says which."""
+    for tpl, why in (("st.shared.f32 [$0], $1;", "modifier .shared"),
+                     ("st.global.v2.f32 [$0], {$1, $1};", "modifier .v2"),
+                     ("st.global.f32 $0, $1;", "address operand")):
+        line = f'  call void asm sideeffect "{tpl}", "l,f,~{{memory}}"(ptr %p, float %x)'
+        assert ptxlift.lift(line).lifted == 0, tpl
+        assert why in ptxlift.refusal(line), ptxlift.refusal(line)
+
+
 # ---- one test per entry --------------------------------------------------------------------------
 _FAMILY = {"add": t_arith, "sub": t_arith, "mul": t_arith, "fma": t_arith, "neg": t_sign,
            "abs": t_sign, "min": t_minmax, "max": t_minmax, "rcp": t_func, "sqrt": t_func,
            "rsqrt": t_func, "ex2": t_func, "lg2": t_func, "sin": t_func, "cos": t_func,
            "tanh": t_func, "div": t_func, "setp": t_setp, "set": t_set, "selp": t_selp,
            "mov": t_mov, "and": t_bits, "or": t_bits, "xor": t_bits, "not": t_bits,
-           "cvt": t_cvt}
+           "cvt": t_cvt, "ld": t_memory, "st": t_memory}
 
 
 @pytest.mark.parametrize("key", sorted(TABLE))

@@ -59,9 +59,6 @@ EXPECTED: dict[str, list[tuple[str, str, str, str]]] = {
     "table_round_trip.cu": [("k1", "k2", "RAW", "a"), ("k1", "k3", "RAW", "a"),
                             ("copy H2D", "k2", "RAW", "tab2"), ("copy D2D", "k3", "RAW", "tab3")],
 }
-# the CPU executor cannot run these (it does not lift `st.global` inline PTX): analysis and
-# fusion are checked, not the fused program's values
-NOT_RUNNABLE = {"asm_store.cu": "inline PTX st.global.f32"}
 # launches that must stay apart (a GLOBAL dependence: the target reads what other blocks wrote)
 APART = {"kernel_table.cu": ("k1", "k2"), "noinline_global.cu": ("k1", "k2"),
          "device_ptr_var.cu": ("k1", "k2"), "asm_store.cu": ("k1", "k2"),
@@ -108,8 +105,6 @@ def test_fused_program_is_correct_or_unfused(name):
     if name in APART:
         a, b = APART[name]
         assert not [g for g in groups(res) if a in g and b in g], groups(res)
-    if name in NOT_RUNNABLE:
-        return
     rep = verify_fused(res.original, res, orders=ORDERS, check_bounds=True)
     assert rep.ok and not rep.faults, (rep.verdict(), rep.faults,
                                        [r.mismatch_line() for r in rep.failed()])

@@ -11,7 +11,10 @@ rewrite (`rewrite.py`), `lift(text)` replaces every asm call whose template it c
   * any other template becomes a call of an internal function `@__sirius_ptx_N` (one per
     distinct template and signature) whose body is the template translated instruction by
     instruction through the table in `ptxops.py`; PTX registers become SSA values (templates
-    are straight-line code; a guarded instruction `@p` becomes a select).
+    are straight-line code; a guarded instruction `@p` becomes a select). `ld`/`st` of one
+    scalar in the generic or .global space (an `"l"` address operand, `[$0+8]`) become LLVM
+    loads and stores, so the rewrite counts and bounds-checks them like any other access and
+    the tracer records them (inline asm stores in hand-written code and the fuzzer's programs).
 
 The asm call and its replacement are both one instruction, and the executor's counters skip
 the bodies of the lifted functions, so instruction counts stay those of the original IR. A
@@ -38,6 +41,7 @@ _WIDTH = {"h": 16, "r": 32, "l": 64, "f": 32, "d": 64}
 _FLOATS = {"half": 16, "bfloat": 16, "float": 32, "double": 64}
 _RET_WORDS = {"noundef", "zeroext", "signext", "inreg", "fast", "nnan", "ninf", "nsz", "arcp",
               "contract", "afn", "reassoc"}
+_ARG_WORDS = {"noundef", "zeroext", "signext", "inreg", "nonnull"}
 _SHFL = re.compile(r"shfl\.sync\.(bfly|up|down|idx)\.b32")
 _IMM = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+)[uU]?")
 
@@ -87,7 +91,13 @@ def parse_call(line: str) -> AsmCall | None:
     args = []
     for a in _split_top(m["args"]):
         ty, _, rest = a.partition(" ")
-        args.append((ty, rest.split()[-1]))
+        if rest.startswith("addrspace("):
+            space, _, rest = rest.partition(" ")
+            ty = f"{ty} {space}"
+        words = rest.split()
+        while len(words) > 1 and words[0] in _ARG_WORDS:
+            words.pop(0)
+        args.append((ty, " ".join(words)))  # a constant expression keeps its spaces
     dbg = re.search(r", !dbg !\d+", m["tail"])
     return AsmCall(m["res"], ret, tpl.replace("$$", "\x00"),
                    tuple(c.strip() for c in m["cons"].split(",") if c.strip()),
@@ -138,10 +148,13 @@ class _Template:
             n = len(outputs) + i
             p = f"%a{i}"
             self.params.append(f"{ty} {p}")
-            bits = _FLOATS.get(ty) or (int(ty[1:]) if re.fullmatch(r"i\d+", ty) else None)
-            if bits is None:
-                raise Unsupported(f"an operand of type {ty}")
-            v = self.b(f"bitcast {ty} {p} to i{bits}") if ty in _FLOATS else p
+            if ty.startswith("ptr"):  # an address ("l"): its 64 bits, for ld/st
+                bits, v = 64, self.b(f"ptrtoint {ty} {p} to i64")
+            else:
+                bits = _FLOATS.get(ty) or (int(ty[1:]) if re.fullmatch(r"i\d+", ty) else None)
+                if bits is None:
+                    raise Unsupported(f"an operand of type {ty}")
+                v = self.b(f"bitcast {ty} {p} to i{bits}") if ty in _FLOATS else p
             want = _WIDTH.get(c, bits)
             if c.isdigit():  # tied to an output: its initial value
                 want = self.out_w[int(c)]

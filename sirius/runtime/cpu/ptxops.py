@@ -312,6 +312,48 @@ def _bits(b: Builder, ins: Instr) -> None:
         ins.dst(b(f"{ins.opcode} {t} {ins.src(1, w)}, {ins.src(2, w)}"), w)
 
 
+# ---- memory --------------------------------------------------------------------------------------
+# `ld`/`st` of one scalar in the generic or .global space: the address is a 64-bit register or
+# operand plus an optional constant offset (`[$0]`, `[%rd1+8]`); the executor's addresses are the
+# host's, so the access is a plain LLVM load or store, which the rewrite then counts and checks
+# like any other. Vectors (.v2/.v4) and the other state spaces are not lifted.
+MEM_SPACES = {"global"}
+MEM_MODS = MEM_SPACES | {"volatile", "weak", "relaxed", "gpu", "sys", "cta", "ca", "cg", "cs",
+                         "lu", "cv", "wb", "wt", "nc"}
+
+
+def _address(b: Builder, ins: Instr, tok: str) -> str:
+    tok = tok.strip()
+    if not (tok.startswith("[") and tok.endswith("]")):
+        raise Unsupported(f"address operand `{tok}`")
+    inner = tok[1:-1].replace(" ", "")
+    base, sign, off = inner, "", "0"
+    for i in range(1, len(inner)):
+        if inner[i] in "+-":
+            base, sign, off = inner[:i], inner[i], inner[i + 1:]
+            break
+    a = ins._read(base, 64)
+    if sign:
+        k = int(off.rstrip("uU"), 0) * (-1 if sign == "-" else 1)
+        a = b(f"add i64 {a}, {k}")
+    return b(f"inttoptr i64 {a} to ptr")
+
+
+def _memory(b: Builder, ins: Instr) -> None:
+    w = width(ins.types[0])
+    vol = "volatile " if "volatile" in ins.mods else ""
+    if ins.opcode == "st":
+        p = _address(b, ins, ins.operands[0])
+        b.lines.append(f"  store {vol}{ity(w)} {ins.src(1, w)}, ptr {p}, align {max(w // 8, 1)}")
+        return
+    p = _address(b, ins, ins.operands[1])
+    v = b(f"load {vol}{ity(w)}, ptr {p}, align {max(w // 8, 1)}")
+    rw = ins.reg_width(0)
+    if rw > w and ins.types[0].startswith("s"):  # a signed load fills the wider register
+        v, w = b(f"sext {ity(w)} {v} to {ity(rw)}"), rw
+    ins.dst(v, w)
+
+
 # ---- conversions ---------------------------------------------------------------------------------
 def _cvt_float(b: Builder, ins: Instr, x: str, dty: str, exact: bool) -> str:
     """A double (exact, or rounded to odd) converted to the float type `dty`."""
@@ -426,6 +468,9 @@ def _table() -> dict[str, Entry]:
             add(f"cvt.{dty}.{aty}", ROUND | {"sat", "relu"}, _cvt)
     for dty in ("f16x2", "bf16x2"):
         add(f"cvt.{dty}.f32", {"rn", "rz", "relu"}, _cvt)
+    for op in ("ld", "st"):
+        for ty in ("f32", "f64", "b8", "b16", "b32", "b64", *INT_TYPES):
+            add(f"{op}.{ty}", MEM_MODS, _memory)
     return t
 
 
