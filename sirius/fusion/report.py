@@ -3,6 +3,7 @@ plus every fused kernel with the original statement instances it covers) and rep
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -101,6 +102,37 @@ def not_fused(res: FuseResult) -> list[str]:
     if res.syncs is not None:
         out += [f"launches on either side of the {k}" for k in res.syncs.kept]
     out += loop_notes(res.uar)
+    return out + alone_notes(res, out)
+
+
+def alone_notes(res: FuseResult, notes: list[str]) -> list[str]:
+    """A reason for every launch that stays a kernel of its own and that no note names (by
+    statement, or by a host loop around it): the program's only launch, or the GLOBAL
+    dependences that tie it to the launches next to it (a wavefront's first and last stages)."""
+    uar = res.uar
+    inside = {n.sid for rec in res.fused for n in rec.nodes}
+    text = " ".join(notes)
+    launches = [st for st in uar.statements if st.kind == "launch"]
+    out = []
+    for st in launches:
+        if st.id in inside or re.search(rf"(?<![\w]){re.escape(str(st.id))}(?![\w])", text) \
+                or any(f"loop {lp.var} " in text for lp in st.loops):
+            continue
+        name = f"{st.id} {st.label}"
+        if len(launches) == 1:
+            loops = ", ".join(f"{lp.var}" for lp in st.loops)
+            out.append(f"{name}: the program's only launch" + (
+                f" (in host loop {loops}: launches of different iterations are not fused "
+                "with each other)" if loops else ""))
+            continue
+        ties = sorted({describe(d) for d in uar.dependences
+                       if d.width == Width.GLOBAL and d.kind != "CTRL" and st.id in (d.src, d.dst)
+                       and d.src != d.dst
+                       and uar.statement(d.dst if d.src == st.id else d.src).kind == "launch"})
+        out.append(f"{name}: " + (f"GLOBAL dependences with the launches it could join: "
+                                  f"{'; '.join(ties)}" if ties else
+                                  "no fused kernel took it, and no dependence forbids one (the "
+                                  "planner kept it apart; please report the program)"))
     return out
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,45 @@ def test_verify_cli_exit_codes(tmp_path: Path) -> None:
     bad = run_cli("verify", "tests/bad/recursion.cu", "-q")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "recursion.cu:" in bad.stderr
+
+
+# every launch that stays alone has a reason ------------------------------------------------------
+def _alone_cases() -> list:
+    """The corpus but the largest models; the TVM models that take over 5 s to fuse (bert_qkv,
+    mlp, seq2seq, lstm, resnext_block) in make test-all."""
+    cases = []
+    for name in HAND + [f"tvm/{n}" for n in TVM if n not in SLOW]:
+        slow = name.startswith("tvm/") and not Path(name).stem.startswith("op_")
+        cases.append(pytest.param(name, marks=[pytest.mark.slow] if slow else []))
+    return cases
+
+
+@pytest.mark.parametrize("name", _alone_cases())
+def test_every_launch_left_alone_has_a_reason(name: str) -> None:
+    """report.md's "Not fused, and why" names every launch that is a kernel of its own: by its
+    statement (S<n>) or by a host loop around it (issue 15, item 5)."""
+    from sirius.fusion.report import not_fused
+
+    res = fused(f"kernels/{name}")
+    notes = not_fused(res)
+    text = " ".join(notes)
+    inside = {n.sid for rec in res.fused for n in rec.nodes}
+    for st in res.uar.statements:
+        if st.kind != "launch" or st.id in inside:
+            continue
+        named = re.search(rf"(?<!\w){st.id}(?!\w)", text) or \
+            any(f"loop {lp.var} " in text for lp in st.loops)
+        assert named, (st.id, st.label, notes)
+
+
+def test_alone_reasons_say_why() -> None:
+    from sirius.fusion.report import not_fused
+
+    assert "S2 histogram: the program's only launch" in not_fused(
+        fused("kernels/histogram_atomics.cu"))
+    notes = not_fused(fused("kernels/lstm_cell.cu"))
+    # the wavefront's first and last stages (w = 0 and w = 4) have one launch each
+    assert any(n.startswith("S6 lstm_cell: GLOBAL dependences") and "S6->S7 RAW d_h GLOBAL" in n
+               for n in notes), notes
+    assert any(n.startswith("S9 lstm_cell: GLOBAL dependences") and "S7->S9 RAW d_h GLOBAL" in n
+               for n in notes), notes
