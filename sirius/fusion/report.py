@@ -115,7 +115,7 @@ def alone_notes(res: FuseResult, notes: list[str]) -> list[str]:
     launches = [st for st in uar.statements if st.kind == "launch"]
     out = []
     for st in launches:
-        if st.id in inside or re.search(rf"(?<![\w]){re.escape(str(st.id))}(?![\w])", text) \
+        if st.id in inside or re.search(rf"(?<!\w){re.escape(str(st.id))}(?!\w)", text) \
                 or any(f"loop {lp.var} " in text for lp in st.loops):
             continue
         name = f"{st.id} {st.label}"

@@ -317,9 +317,8 @@ def _bits(b: Builder, ins: Instr) -> None:
 # operand plus an optional constant offset (`[$0]`, `[%rd1+8]`); the executor's addresses are the
 # host's, so the access is a plain LLVM load or store, which the rewrite then counts and checks
 # like any other. Vectors (.v2/.v4) and the other state spaces are not lifted.
-MEM_SPACES = {"global"}
-MEM_MODS = MEM_SPACES | {"volatile", "weak", "relaxed", "gpu", "sys", "cta", "ca", "cg", "cs",
-                         "lu", "cv", "wb", "wt", "nc"}
+MEM_MODS = {"global", "volatile", "weak", "relaxed", "gpu", "sys", "cta", "ca", "cg", "cs", "lu",
+            "cv", "wb", "wt", "nc"}
 
 
 def _address(b: Builder, ins: Instr, tok: str) -> str:
