@@ -124,6 +124,21 @@ def find_clang() -> str:
     )
 
 
+def find_opt() -> str:
+    """LLVM's `opt` of the clang-22 toolchain: $SIRIUS_OPT, `opt-22` on PATH, or `opt` beside
+    the real clang-22 binary (Debian: /usr/lib/llvm-22/bin)."""
+    if env := os.environ.get("SIRIUS_OPT"):
+        return env
+    if path := shutil.which("opt-22"):
+        return path
+    beside = Path(os.path.realpath(find_clang())).parent / "opt"
+    if beside.exists():
+        return str(beside)
+    raise ToolchainError(
+        "LLVM's opt (22) was not found: no opt-22 on PATH and no opt beside clang-22. It comes "
+        "with Debian's llvm-22 (as root: apt-get install -y llvm-22), or set SIRIUS_OPT.")
+
+
 def find_cuda() -> Path:
     candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
     for cand in candidates:

@@ -29,6 +29,7 @@ from sirius.postopt.base import (
 from sirius.postopt.contract import Contract
 from sirius.postopt.host_constants import HostConstants
 from sirius.postopt.llvm_opt import LlvmOpt
+from sirius.postopt.loop_fuse import LoopFuse
 from sirius.postopt.manager import PassStep, PipelineResult, run_pipeline
 from sirius.postopt.parse import PipelineError, format_pipeline, parse_pipeline
 from sirius.postopt.registry import PASSES, describe
@@ -46,10 +47,13 @@ __all__ = [
 # contract (after LLVM has forwarded same-thread stores to loads; one more LLVM round cleans
 # up after it): verified on kernels/*.cu, the small TVM programs (bert_qkv, lstm, mlp,
 # resnext_block, seq2seq) and 60 random programs (BENCHMARKS.md, "Post-fusion: contract ...").
+# loop-fuse (after LLVM has inlined the fragments; before contract, which then sees the loads a
+# merged loop no longer needs): BENCHMARKS.md, "Post-fusion: the whole corpus".
 DEFAULT_PASSES: tuple[ModulePass, ...] = (
     HostConstants(),
     AliasFacts(),
     LlvmOpt(level=3, rounds=2),
+    LoopFuse(),
     Contract(),
     LlvmOpt(level=3, rounds=1),
 )

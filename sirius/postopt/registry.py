@@ -13,6 +13,7 @@ from sirius.postopt.common_base import CommonBase
 from sirius.postopt.contract import Contract
 from sirius.postopt.host_constants import HostConstants
 from sirius.postopt.llvm_opt import LlvmOpt
+from sirius.postopt.loop_fuse import LoopFuse
 from sirius.postopt.options import Option, options_of, type_text
 
 __all__ = ["PASSES", "describe"]
@@ -23,6 +24,7 @@ _ALL: tuple[type[ModulePass], ...] = (
     CommonBase,
     AliasFacts,
     Contract,
+    LoopFuse,
 )
 
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
