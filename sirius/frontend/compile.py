@@ -150,9 +150,12 @@ def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
         for d in ("device.d", "host.d") if dflags else ("host.d",):
             deps.update(_parse_depfile((tmp / d).read_text()))
     deps = {str(Path(d).resolve()) for d in deps} - {str(src.resolve())}
+    held = _placeheld(device, src), _placeheld(host, src)
     if use_cache:
-        cache.store(key, _placeheld(device, src), _placeheld(host, src), sorted(deps))
-    return device, host, False
+        cache.store(key, *held, sorted(deps))
+    # what a later hit returns, so a miss and a hit give the same text (clang's split DIFile
+    # form, when the file and the working directory share a parent, is made whole in both)
+    return _localised(held[0], src), _localised(held[1], src), False
 
 
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"', re.M)
