@@ -15,7 +15,7 @@ rep.ok; rep.status; rep.rows; print(rep.render()); rep.to_json()
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,7 +66,8 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
                  original_orders: Sequence[str] = ORIGINAL_ORDERS,
                  progress: Callable[[str], None] | None = None, jobs: int | None = 1,
                  fail_fast: bool = False,
-                 launch_progress: Callable[[str], None] | None = None) -> VerifyReport:
+                 launch_progress: Callable[[str], None] | None = None,
+                 keep: Collection[str] = ()) -> VerifyReport:
     """Run `original` in each of `original_orders` (no bounds checks; the first is the
     reference) and `fused` under every order of `orders`, on the same seeded inputs, and
     compare the observable buffers.
@@ -82,7 +83,9 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     `jobs`: worker processes for the runs (None: one per core; 1, the default: one run after
     another in this process; sirius.verify.runs). `fail_fast`: stop at the first fused run
     that differs or faults (the runs not finished are named in `rep.notes`).
-    `launch_progress(line)` is called after every launch of every run."""
+    `launch_progress(line)` is called after every launch of every run. `keep`: buffers whose
+    initial and final contents come back as well, in `rep.first_runs` (the original's reference
+    run and the fused run in the first order), for a caller that checks them another way."""
     say = progress or (lambda _line: None)
     t0 = time.perf_counter()
     first, *others = original_orders
@@ -102,8 +105,9 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
         (fused.host, prog.device_ir, prog.files),
         {"original": tuple(original.kernels), "fused": tuple(kernels)}, seed,
         buffer_dtypes(original.host, {k.mangled: k for k in original.kernels}),
-        {"original": frozenset(names), "fused": frozenset(names) | versions},
-        frozenset(versions))
+        {"original": frozenset(names) | frozenset(keep),
+         "fused": frozenset(names) | versions | frozenset(keep)},
+        frozenset(versions) | frozenset(keep))
     tick = launch_progress or (lambda _line: None)
     runner = Runner(ctx, jobs, lambda key, done, total: tick(f"{key}: launch {done} of {total}"),
                     say, {"original": original.program, "fused": prog}, started=say)
@@ -199,7 +203,8 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
                         time.perf_counter() - t0, tuple(original_orders),
                         tuple(dependent.values()), Counters.of(ref.launches), fused_counts,
                         seen.compared, seen.skipped, tuple(runner.notes), runner.workers,
-                        tuple(o for o in orders if o not in rows))
+                        tuple(o for o in orders if o not in rows),
+                        (ref, got.get(orders[0])) if keep else None)
 
 
 def _row(order: str, name: str, want: np.ndarray, have: np.ndarray | None, exact: bool,

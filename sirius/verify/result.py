@@ -114,6 +114,9 @@ class VerifyReport:
     notes: tuple[str, ...] = ()  # how the runs went: a fallback to serial, --fail-fast
     jobs: int = 1  # worker processes the runs used
     not_run: tuple[str, ...] = ()  # fused orders not run or not finished (--fail-fast)
+    # verify_fused(keep=...): the original's reference run and the fused run in the first
+    # order (None where it did not finish), with the kept buffers' contents (not in to_json)
+    first_runs: tuple[object, object] | None = None
 
     def counters(self) -> dict:
         """`{"original": {...}, "fused": {...}, "ratio": {...}}` (fused / original); a side

@@ -7,16 +7,17 @@ test_fuse_random.py and `scripts/fuzz.py --fuse` do for each program.
 2. Differential: `verify_fused` runs the original once (forward order) and the fused program
    under the forward, reverse and random:<seed> block/thread orders (bounds checked), and
    compares the observable buffers.
-3. Independent: the fused program is run once more (forward order) and its outputs are compared
-   with the program's numpy reference (`RandomProgram.mismatches`, the float32 error bound of
-   approx.py), computed from the inputs the original run received. A bug the original and the
-   fused program share (an executor or generator bug, or a fusion bug in code both go through)
-   shows here; when this check fails, the original is compared with the reference as well, to
-   say which side is wrong.
+3. Independent: the fused program's forward run (verify's, with every buffer kept) has its
+   outputs compared with the program's numpy reference (`RandomProgram.mismatches`, the
+   float32 error bound of approx.py), computed from the inputs the original run received. A
+   bug the original and the fused program share (an executor or generator bug, or a fusion
+   bug in code both go through) shows here; when this check fails, the original is compared
+   with the reference as well, to say which side is wrong.
 
 Both runs draw the same inputs: the executor seeds each buffer's data by (seed, buffer name), and
 every buffer is typed float32 (all generated buffers are floats), as the original's kernels
-type them.
+type them (verify's runs type buffers from the kernels; where one of them is not float32 there,
+the check runs both programs itself with float32 buffers).
 
 A failure raises AssertionError (unless `raise_on_failure=False`) whose message ends with the
 one command that reproduces it: `.venv/bin/python scripts/fuzz.py --fuse --seed S --count 1`
@@ -119,18 +120,26 @@ class _FusedProgram:
     files: tuple
 
 
-def reference_check(prog: RandomProgram, res, seed: int, out: FuseOutcome) -> None:
-    """Run the original and `res`'s fused program (forward order, input seed `seed`), check
-    the launches each executes and the fused outputs against the numpy reference (and, on a
-    mismatch, the original's); problems go to `out.problems`."""
+def reference_check(prog: RandomProgram, res, seed: int, out: FuseOutcome,
+                    runs: tuple | None = None) -> None:
+    """Check the launches the original and `res`'s fused program execute (forward order, input
+    seed `seed`) and the fused outputs against the numpy reference (and, on a mismatch, the
+    original's); problems go to `out.problems`. `runs`: the (original, fused) forward runs
+    `verify_fused(keep=...)` already made, with every buffer's initial and final contents
+    (`rep.first_runs`); without them both programs are run here."""
     import llvmlite.binding as llvm
 
-    dtypes = {b.name: np.dtype(np.float32) for b in prog.float_buffers()}
-    orig = res.original
-    ref_run = _run(orig.host, orig.program, orig.kernels, seed, dtypes)
-    fused_prog = _FusedProgram(res.device_ir, llvm.parse_assembly(res.device_ir),
-                               tuple(orig.program.files))
-    got = _run(res.host, fused_prog, orig.kernels, seed, dtypes)
+    if runs is not None and all(
+            runs[0].initial.get(b.name, np.empty(0, np.float32)).dtype == np.float32
+            for b in prog.float_buffers()):
+        ref_run, got = runs
+    else:
+        dtypes = {b.name: np.dtype(np.float32) for b in prog.float_buffers()}
+        orig = res.original
+        ref_run = _run(orig.host, orig.program, orig.kernels, seed, dtypes)
+        fused_prog = _FusedProgram(res.device_ir, llvm.parse_assembly(res.device_ir),
+                                   tuple(orig.program.files))
+        got = _run(res.host, fused_prog, orig.kernels, seed, dtypes)
     out.dynamic_before, out.dynamic_after = len(ref_run.launches), len(got.launches)
     if (out.dynamic_before, out.dynamic_after) != (prog.dynamic_launches, res.launches_after):
         out.problems.append(f"launches executed: original {out.dynamic_before}, fused "
@@ -181,10 +190,16 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
         out.launches_before, out.launches_after = res.launches_before, res.launches_after
         out.fused_kernels = len(res.fused)
         out.undone = list(res.undone)
-        rep = verify_fused(res.original, res, seed=input_seed, orders=orders_for(input_seed))
+        keep = [b.name for b in prog.float_buffers()]
+        rep = verify_fused(res.original, res, seed=input_seed, orders=orders_for(input_seed),
+                           keep=keep)
         if not rep.ok:
             out.problems.append("fused vs original (verify_fused):\n" + rep.render())
-        reference_check(prog, res, input_seed, out)
+        # the forward runs verify made (every buffer kept), unless the fused one faulted there
+        # (verify has said so): then the check runs both programs itself
+        first = rep.first_runs
+        usable = first is not None and first[1] is not None and first[1].error is None
+        reference_check(prog, res, input_seed, out, first if usable else None)
     except Exception as e:  # noqa: BLE001 (a crash is a finding, with its traceback)
         out.problems.append(crash_text(e))
         out.crashed = True
