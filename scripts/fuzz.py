@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -183,6 +184,7 @@ def main_fused(args: argparse.Namespace) -> int:
     failures = crashes = 0
     before = after = dyn_before = dyn_after = fusing = undone = 0
     worst = (0.0, -1)
+    changed: Counter[str] = Counter()  # post-fusion pass -> programs it changed
     t0 = time.perf_counter()
     tasks = [(s, keep, bool(args.keep), args.arrangement, args.features) for s in seeds]
     for k, (i, out) in enumerate(outcomes(one_fused, tasks, args.jobs), 1):
@@ -194,6 +196,7 @@ def main_fused(args: argparse.Namespace) -> int:
         dyn_after += out.dynamic_after
         fusing += out.launches_after < out.launches_before
         undone += len(out.undone)
+        changed.update(out.passes_changed)
         worst = max(worst, (out.seconds, out.seed))
         if not out.ok:
             failures += 1
@@ -213,6 +216,8 @@ def main_fused(args: argparse.Namespace) -> int:
           f"mismatches, {crashes} crashes); launches {before} -> {after} (executed "
           f"{dyn_before} -> {dyn_after}); {fusing} programs with fewer launches; "
           f"{undone} fused kernels undone; slowest seed {worst[1]} ({worst[0]:.2f} s)")
+    print("post-fusion passes that changed the fused module: "
+          + (", ".join(f"{n} in {c} programs" for n, c in sorted(changed.items())) or "none"))
     return 1 if failures else 0
 
 

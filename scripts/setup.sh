@@ -5,17 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
-CLANG_PKG=clang-22
+CLANG_PKG="clang-22 llvm-22"
 
-need_clang() { ! command -v clang-22 >/dev/null 2>&1; }
+# opt-22 (the loop-fuse pass runs LLVM's loop fusion with it) comes with llvm-22, which
+# clang-22 depends on
+need_clang() { ! command -v clang-22 >/dev/null 2>&1 || ! command -v opt-22 >/dev/null 2>&1; }
 
 if need_clang; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
         echo "setup: installing Debian's $CLANG_PKG with apt-get"
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$CLANG_PKG" >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $CLANG_PKG >/dev/null
     else
-        echo "setup: clang-22 is missing and apt-get cannot be used here." >&2
+        echo "setup: clang-22 or opt-22 is missing and apt-get cannot be used here." >&2
         echo "setup: run this as root, then run 'make test' again:" >&2
         echo "    sudo apt-get update && sudo apt-get install -y $CLANG_PKG" >&2
         exit 1

@@ -85,6 +85,7 @@ class FuseOutcome:
     dynamic_after: int = 0
     fused_kernels: int = 0
     undone: list[str] = field(default_factory=list)
+    passes_changed: list[str] = field(default_factory=list)  # post-fusion passes with an effect
     problems: list[str] = field(default_factory=list)
     crashed: bool = False        # an exception (fuse, verify or a run raised), not a mismatch
     reproduce: str = ""
@@ -190,6 +191,8 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
         out.launches_before, out.launches_after = res.launches_before, res.launches_after
         out.fused_kernels = len(res.fused)
         out.undone = list(res.undone)
+        out.passes_changed = sorted({st.pass_text.split("{")[0] for st in res.postopt
+                                     if st.changed})
         keep = [b.name for b in prog.float_buffers()]
         rep = verify_fused(res.original, res, seed=input_seed, orders=orders_for(input_seed),
                            keep=keep)
