@@ -4,7 +4,7 @@ instructions (ptxas + nvdisasm, no GPU needed). The table of BENCHMARKS.md, "Pos
 whole corpus" (issue 14).
 
     .venv/bin/python scripts/postopt_table.py [--arch sm_80] [--orders forward,reverse,random:7]
-        [--ablate] [--json OUT.json] [FILES...]
+        [--ablate] [--arrangement auto|vertical|horizontal] [--json OUT.json] [FILES...]
 
 "Without postopt" is the fused module cleaned by LLVM's O3 only (`-p 'llvm-opt{level=3,
 rounds=2}'`, the pipeline fusion had before issue 14); `--no-postopt` leaves even that out, which
@@ -44,7 +44,8 @@ def static_figures(device_ir: str, launched: set[str], arch: str) -> tuple[int, 
             sum(sass[k] for k in launched))
 
 
-def measure(path: Path, arch: str, orders: tuple[str, ...], ablate: bool) -> dict:
+def measure(path: Path, arch: str, orders: tuple[str, ...], ablate: bool,
+            arrangement: str = "auto") -> dict:
     from sirius.fusion.plan.planner import Options
     from sirius.pipeline import fuse
     from sirius.postopt import DEFAULT_PASSES, LlvmOpt
@@ -53,7 +54,7 @@ def measure(path: Path, arch: str, orders: tuple[str, ...], ablate: bool) -> dic
     row: dict = {"program": str(path.relative_to(ROOT) if path.is_absolute() else path)}
     t0 = time.perf_counter()
     for label, passes in (("nopost", (LlvmOpt(level=3, rounds=2),)), ("post", None)):
-        res = fuse([path], Options(arch=arch), passes=passes)
+        res = fuse([path], Options(arch=arch, arrangement=arrangement), passes=passes)
         rep = verify_fused(res.original, res, seed=7, orders=orders)
         if label == "nopost":
             o = rep.original_counters
@@ -70,7 +71,7 @@ def measure(path: Path, arch: str, orders: tuple[str, ...], ablate: bool) -> dic
         for p in DEFAULT_PASSES:
             if p.name == "llvm-opt":
                 continue
-            res = fuse([path], Options(arch=arch),
+            res = fuse([path], Options(arch=arch, arrangement=arrangement),
                        passes=tuple(q for q in DEFAULT_PASSES if q is not p))
             rep = verify_fused(res.original, res, seed=7, orders=orders[:1])
             row["without"][p.name] = {"instructions": rep.fused_counters.instructions,
@@ -116,6 +117,7 @@ def main() -> int:
     ap.add_argument("--arch", default="sm_80")
     ap.add_argument("--orders", default="forward,reverse,random:7")
     ap.add_argument("--ablate", action="store_true")
+    ap.add_argument("--arrangement", default="auto", choices=("auto", "vertical", "horizontal"))
     ap.add_argument("--json", type=Path, help="also write the rows as JSON")
     args = ap.parse_args()
     files = [Path(f).resolve() for f in args.files] or \
@@ -131,7 +133,7 @@ def main() -> int:
     print("|" + "---|" * len(head))
     rows, bad = [], 0
     for f in files:
-        row = measure(f, args.arch, orders, args.ablate)
+        row = measure(f, args.arch, orders, args.ablate, args.arrangement)
         rows.append(row)
         bad += "MISMATCH" in (row["nopost"]["verify"], row["post"]["verify"])
         print(markdown(row), flush=True)
