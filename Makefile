@@ -19,13 +19,13 @@ demo: setup
 test: setup
 	$(VENV)/bin/ruff check sirius tests
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow" --durations=25
+	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow" --dist loadgroup --durations=25
 
 # Everything: the slow tests, the large models and the paper shapes (not run by CI).
 test-all: setup
 	$(VENV)/bin/ruff check sirius tests
 	$(VENV)/bin/lint-imports
-	SIRIUS_FUSE_ALL=1 SIRIUS_TVM_PAPER=1 $(VENV)/bin/python -m pytest -q -n 2 --durations=25
+	SIRIUS_FUSE_ALL=1 SIRIUS_TVM_PAPER=1 $(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25
 
 bench: setup
 	$(VENV)/bin/python scripts/bench_executor.py

@@ -1,9 +1,20 @@
+import os
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+# Under pytest-xdist every core already runs a test: a forward-order launch then uses one worker
+# thread (sirius.runtime.cpu.device.default_jobs), not one per core (each worker thread
+# JIT-compiles the module again, and spinning threads of two tests share two cores). Tests that
+# are about several workers ask for them by `jobs=`.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("SIRIUS_JOBS", "1")
 
 
 # Tests that summarise what other tests recorded go last, so that under pytest-xdist (whose load
@@ -12,5 +23,16 @@ if str(ROOT) not in sys.path:
 LAST = ("tests/randprog/test_fuse_random.py::test_fusion_happens",)
 
 
+# Tests of one corpus program in test_fuse_corpus.py share its fusion (`fused`, cached per
+# process): with `--dist loadgroup` (make test) they run in the same worker, so each program is
+# fused once, not once per worker.
+SHARED_FUSION = "tests/fusion/test_fuse_corpus.py::"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's hook reads the xdist_group marks
 def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.nodeid.startswith(SHARED_FUSION) and isinstance(params.get("name"), str):
+            item.add_marker(pytest.mark.xdist_group(Path(params["name"]).name))
     items.sort(key=lambda item: item.nodeid in LAST)

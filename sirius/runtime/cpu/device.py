@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from sirius.analysis.irview import build_view
-from sirius.diagnostics import Location, warn
+from sirius.diagnostics import Location, SiriusError, warn
 from sirius.runtime.cpu import monitor, native
 from sirius.runtime.cpu.jit import JitModule
 from sirius.runtime.cpu.memory import DeviceMemory, Region, nearest
@@ -34,6 +34,23 @@ TRACE_DTYPE = np.dtype([("block", "<u4"), ("thread", "<u4"), ("addr", "<u8"), ("
                         ("kind", "<u4")])
 
 _MODULES: dict[tuple[str, bool, bool], JitModule] = {}  # by IR hash, instrumentation, loops
+
+
+def default_jobs() -> int:
+    """Worker threads of a forward-order launch when none are asked for: $SIRIUS_JOBS, else one
+    per core. (The test suite sets SIRIUS_JOBS=1 in its pytest-xdist workers: the workers
+    already use every core, and each launch worker JIT-compiles the module once more.)"""
+    env = os.environ.get("SIRIUS_JOBS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise SiriusError(f"SIRIUS_JOBS={env!r}: expected a whole number of workers") \
+                from None
+        if n >= 1:
+            return n
+        raise SiriusError(f"SIRIUS_JOBS={env!r}: expected at least 1 worker")
+    return os.cpu_count() or 1
 
 
 class CpuDevice:
@@ -50,7 +67,7 @@ class CpuDevice:
         self.order_code = native.ORDERS[kind]
         self.order_seed = int(order.split(":", 1)[1]) if ":" in order else seed
         # Only the forward order may spread blocks over cores: the others name one schedule.
-        self.jobs = jobs or (os.cpu_count() or 1 if kind == "forward" else 1)
+        self.jobs = jobs or (default_jobs() if kind == "forward" else 1)
         self.check_bounds = check_bounds
         self.trace = trace
         self.stack_bytes = stack_kib * 1024
