@@ -45,7 +45,7 @@ _DECLARE = re.compile(r'^declare\b[^@]*@("?)([-\w.$]+)\1\(.*?\)\s*(.*)$')
 _GROUP = re.compile(r"^attributes #(\d+) = \{ (.*) \}$")
 _CALL = re.compile(r"\bcall\b(?:[^(@%]|\([^)]*\))*?([@%])(\"?)([-\w.$]+)\2\(")
 _LOOP = re.compile(r"!llvm\.loop !\d+")
-_META = re.compile(r",? !(?!llvm\.loop)[\w.]+ !\d+|,? !llvm\.loop !\d+")
+_META = re.compile(r",? ![\w.]+ !\d+")  # a metadata attachment (!dbg, !tbaa, !llvm.loop ...)
 _UNSAFE_OPS = (("atomicrmw", re.compile(r"\batomicrmw\b")), ("cmpxchg", re.compile(r"\bcmpxchg\b")),
                ("fence", re.compile(r"^\s*fence\b")), ("a volatile access",
                                                         re.compile(r"\b(load|store) volatile\b")),
