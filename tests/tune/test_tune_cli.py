@@ -77,6 +77,7 @@ def _estimates(doc: dict) -> list:
             for v in [doc["baseline"]] + doc["variants"]]
 
 
+@pytest.mark.slow  # 15-23 s in make test: make test-all
 def test_in_process_and_pool_agree():
     src = Source((CHAIN,), "sm_90")
     one = tune_json(tune(src, gpu("H100 SXM"), jobs=1))
