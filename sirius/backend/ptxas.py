@@ -67,15 +67,22 @@ class PtxasReport:
         return self.functions[name]
 
 
-def find_ptxas() -> Path:
-    """`$CUDA_HOME/bin/ptxas` (or `$CUDA_PATH`, `/usr/local/cuda`), else `ptxas` on PATH."""
+def toolkit_tool(name: str) -> Path | None:
+    """`$CUDA_HOME/bin/NAME` (or `$CUDA_PATH`, `/usr/local/cuda`), else NAME on PATH; None if
+    neither has it."""
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (p := Path(root) / "bin" / "ptxas").exists():
+        if root and (p := Path(root) / "bin" / name).exists():
             return p
     from shutil import which
 
-    if found := which("ptxas"):
-        return Path(found)
+    found = which(name)
+    return Path(found) if found else None
+
+
+def find_ptxas() -> Path:
+    """`$CUDA_HOME/bin/ptxas` (or `$CUDA_PATH`, `/usr/local/cuda`), else `ptxas` on PATH."""
+    if found := toolkit_tool("ptxas"):
+        return found
     raise ToolchainError("ptxas was not found (looked in $CUDA_HOME/bin, $CUDA_PATH/bin, "
                          "/usr/local/cuda/bin and PATH); set CUDA_HOME to the toolkit's root")
 

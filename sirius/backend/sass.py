@@ -12,14 +12,12 @@ executor counts what runs. nvdisasm comes with the CUDA toolkit or from NVIDIA's
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
 from pathlib import Path
-from shutil import which
 
-from sirius.backend.ptxas import PtxasError, find_ptxas
+from sirius.backend.ptxas import PtxasError, find_ptxas, toolkit_tool
 from sirius.diagnostics import ToolchainError
 
 _SECTION = re.compile(r"^//-+ \.text\.(\S+)\s")
@@ -29,11 +27,8 @@ _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z
 def find_nvdisasm() -> Path:
     """nvdisasm from the CUDA toolkit (`$CUDA_HOME`, `$CUDA_PATH`, /usr/local/cuda), PATH, or
     the `nvidia-cuda-nvdisasm` wheel in this Python environment."""
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (p := Path(root) / "bin" / "nvdisasm").exists():
-            return p
-    if found := which("nvdisasm"):
-        return Path(found)
+    if found := toolkit_tool("nvdisasm"):
+        return found
     try:
         import nvidia  # namespace package of NVIDIA's wheels
         for base in nvidia.__path__:
