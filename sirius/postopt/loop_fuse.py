@@ -166,6 +166,10 @@ class LoopFuse(ModulePass):
         if m and not m.group(1).startswith("nvptx"):
             raise PassError(f"{self.name}: {ctx.source} targets {m.group(1)}; this pass takes "
                             'only device modules (target triple = "nvptx64-nvidia-cuda")')
+        raw = text.splitlines()
+        if not any(sum(len(_LOOP.findall(ln)) for ln in raw[a:b]) > 1
+                   for a, b in functions_of(raw).values()):
+            return text  # no function with two loops: nothing to fuse, no parse and print
         lines = str(module.parse()).splitlines()  # as LLVM prints it (intrinsics upgraded)
         funcs = functions_of(lines)
         groups = _groups(lines)
