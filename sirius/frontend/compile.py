@@ -19,6 +19,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from sirius.diagnostics import FrontendError, Location
+from sirius.frontend import pch
 from sirius.frontend.cache import IRCache
 from sirius.frontend.program import Program
 from sirius.frontend.toolchain import (
@@ -42,13 +43,30 @@ def _parse_depfile(text: str) -> list[str]:
 
 def _run_clang(tc: Toolchain, flags: list[str], src: Path, out: Path, depfile: Path | None,
                extra: list[str]) -> None:
+    """One clang run, with the precompiled headers when there are; a run that fails with them
+    is run again without, so a program's diagnostics do not depend on them (sirius/frontend/
+    pch.py)."""
+    if (with_pch := pch.header_flags(tc, flags, extra)) is not None:
+        proc = _clang(tc, with_pch, src, out, depfile, extra)
+        if proc.returncode == 0:
+            return
+        if _PCH_TROUBLE.search(proc.stderr):
+            pch.discard(with_pch)
+    proc = _clang(tc, flags, src, out, depfile, extra)
+    if proc.returncode != 0:
+        raise _frontend_error(src, proc.stderr)
+
+
+_PCH_TROUBLE = re.compile(r"precompiled header|PCH file|AST file", re.I)
+
+
+def _clang(tc: Toolchain, flags: list[str], src: Path, out: Path, depfile: Path | None,
+           extra: list[str]) -> subprocess.CompletedProcess:
     cmd = [tc.clang, *flags, *extra]
     if depfile is not None:
         cmd += ["-MMD", "-MF", str(depfile)]
     cmd += ["-o", str(out), str(src)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise _frontend_error(src, proc.stderr)
+    return subprocess.run(cmd, capture_output=True, text=True)
 
 
 def _frontend_error(src: Path, stderr: str) -> FrontendError:
@@ -132,7 +150,9 @@ def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
     # and the path recorded in the IR's debug info is put back on a hit.
     where = str(src.resolve()) if _QUOTED_INCLUDE.search(source) else ""
     h = hashlib.sha256()
-    for part in (tc.fingerprint(), arch, *dflags, "|", *hflags, "|", *extra, where):
+    # with precompiled headers the debug info leaves out unused header declarations
+    marks = ("pch",) if pch.enabled() else ()
+    for part in (tc.fingerprint(), arch, *dflags, "|", *hflags, "|", *extra, where, *marks):
         h.update(part.encode() + b"\0")
     h.update(source)
     key = h.hexdigest()[:32]
