@@ -20,13 +20,14 @@ EDGE_STYLE = {  # Graphviz attributes per width; CTRL edges are dotted grey
 }
 
 
-def _what(st: Statement) -> str:
+def _what(st: Statement, uar: UAR) -> str:
     """As `sirius inspect` prints the op; a launch without its arguments."""
     op = st.op.to_json()
     if st.kind == "launch":
         dims = [", ".join(str(x) for x in op[k]) for k in ("grid", "block")]
         return f"launch {op['kernel']}<<<({dims[0]}), ({dims[1]})>>>"
-    return " ".join(op_lines([op], 0)[0][0].split())
+    names = {s.name: f"{s.space} {s.variable}" for s in uar.program.symbols}
+    return " ".join(op_lines([op], 0, names)[0][0].split())
 
 
 def _short_loc(st: Statement) -> str:
@@ -61,7 +62,7 @@ def document(uar: UAR, files: list[Path]) -> dict:
         "statements": [{"id": st.id, "kind": st.kind,
                         "kernel": st.op.kernel if st.kind == "launch" else None,
                         "launch_index": st.launch_index, "loops": list(st.vars),
-                        "domain": str(st.domain), "what": _what(st),
+                        "domain": str(st.domain), "what": _what(st, uar),
                         "loc": str(st.loc) if st.loc else None} for st in uar.statements],
         "dependences": [_dep_json(d) for d in uar.dependences],
         "footprints": _footprints(uar),
@@ -94,7 +95,8 @@ def render_text(uar: UAR, files: list[Path]) -> str:
     exact, total = uar.exactness()
     lines = [f"program: {', '.join(str(f) for f in files)}", "",
              f"statements ({len(uar.statements)}):"]
-    rows = [(st.id, st.kind, _what(st), str(st.domain), _short_loc(st)) for st in uar.statements]
+    rows = [(st.id, st.kind, _what(st, uar), str(st.domain), _short_loc(st))
+            for st in uar.statements]
     lines += _table(("id", "kind", "what", "domain", "loc"), rows)
     data = [d for d in uar.dependences if d.kind != "CTRL"]
     ctrl = len(uar.dependences) - len(data)

@@ -7,7 +7,7 @@ import json
 import shlex
 from pathlib import Path
 
-from sirius.analysis.host.render import op_lines, short_loc
+from sirius.analysis.host.render import op_lines, short_loc, variable_labels
 from sirius.analysis.program import analyse, document
 from sirius.cli.common import clang_flags, program_args, program_argv, report_args
 
@@ -43,8 +43,14 @@ def render_text(doc: dict) -> str:
     for b in host["buffers"]:
         lines.append(f"    {b['name']:<{width}}  {b['bytes']:>10} B  {b['role']:<6}  "
                      f"{short_loc(b['loc'])}")
+    if host.get("symbols"):
+        lines.append("  device variables copied by the host:")
+        width = max(len(f"{s['space']} {s['variable']}") for s in host["symbols"])
+        for s in host["symbols"]:
+            lines.append(f"    {s['space'] + ' ' + s['variable']:<{width}}  {s['bytes']:>10} B  "
+                         f"{s['name']}")
     lines.append("  ops:")
-    body = op_lines(host["ops"], 2)
+    body = op_lines(host["ops"], 2, variable_labels(host))
     col = min(max((len(t) for t, _ in body), default=0) + 2, 72)
     for text, loc in body:
         sep = " " * max(col - len(text), 2)

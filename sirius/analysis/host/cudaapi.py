@@ -31,9 +31,11 @@ from sirius.analysis.host.model import (
     Op,
     Rotating,
     ScalarArg,
+    Symbol,
     Sync,
 )
 from sirius.analysis.host.ops import unpack_xy
+from sirius.analysis.host.symbols import SYMBOL_COPIES, symbol_copy
 from sirius.analysis.host.values import (
     AV,
     DevPtr,
@@ -91,7 +93,9 @@ _UNSUPPORTED = {
     "cudaCreateTextureObject": "texture objects are not supported: sirius analyses plain "
                                "global-memory accesses; read the array through a pointer",
     "cudaCreateSurfaceObject": "surface objects are not supported",
-    "cudaGetSymbolAddress": "__device__ variables (cudaGetSymbolAddress) are not supported yet",
+    "cudaGetSymbolAddress": "device pointers to __device__ variables (cudaGetSymbolAddress) "
+                            "are not supported yet; cudaMemcpyToSymbol and "
+                            "cudaMemcpyFromSymbol are",
     "cudaMemcpy2D": "2-D copies (cudaMemcpy2D) are not supported yet",
     "cudaMemcpy2DAsync": "2-D copies (cudaMemcpy2DAsync) are not supported yet",
     "cudaMemcpy3D": "3-D copies (cudaMemcpy3D) are not supported yet",
@@ -102,18 +106,8 @@ _UNSUPPORTED = {
     "cudaLaunchHostFunc": "host functions in streams (cudaLaunchHostFunc) are not supported",
     "cudaStreamAddCallback": "stream callbacks are not supported",
 }
-# Copies to and from __constant__/__device__ variables: the host model has no buffer for a
-# device variable yet (docs/troubleshooting.md#device-variables).
-_SYMBOL_COPIES = {"cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemcpyToSymbolAsync",
-                  "cudaMemcpyFromSymbolAsync"}
 _NORETURN = {"exit", "abort", "_exit", "_Exit", "quick_exit", "__assert_fail", "__cxa_throw",
              "__cxa_rethrow", "_ZSt9terminatev", "__stack_chk_fail"}
-def variable_name(symbol: str) -> str:
-    """The source name of a global variable's symbol (`coef`, `_ZL4coef`: a static `coef`)."""
-    m = re.fullmatch(r"_ZL?(\d+)(\w+)", symbol)
-    return m[2][:int(m[1])] if m else symbol
-
-
 def is_gpu_api(name: str) -> bool:
     return (name.startswith("cuda") or name.startswith("__cuda")) and name not in _HARMLESS
 
@@ -221,13 +215,15 @@ class CudaRuntime:
         self.launch_loc: Location | None = None
         self.buffer_sizes: dict[str, int] = {}
         self.buffer_locs: dict[str, Location | None] = {}
+        self.symbols: dict[str, Symbol] = {}  # the device variables symbol copies touch
 
     def snapshot(self):
-        return (dict(self.buffer_sizes), dict(self.buffer_locs), self.pending, self.config_loc)
+        return (dict(self.buffer_sizes), dict(self.buffer_locs), dict(self.symbols),
+                self.pending, self.config_loc)
 
     def restore(self, saved) -> None:
-        sizes, locs, self.pending, self.config_loc = saved
-        self.buffer_sizes, self.buffer_locs = sizes, locs
+        sizes, locs, symbols, self.pending, self.config_loc = saved
+        self.buffer_sizes, self.buffer_locs, self.symbols = sizes, locs, symbols
 
     def error(self, msg: str, ins: Instr, *notes: str):
         if self.launch_loc is not None:  # inside a launch: name the <<<...>>> line, not the stub
@@ -240,8 +236,8 @@ class CudaRuntime:
     def call(self, frame: Frame, ins: Instr, name: str, args_v: list[Value], args: list[AV]):
         if name in _UNSUPPORTED:
             raise self.error(_UNSUPPORTED[name], ins)
-        if name in _SYMBOL_COPIES:
-            raise self.symbol_copy(name, args_v, ins)
+        if name in SYMBOL_COPIES:
+            return symbol_copy(self, name, args, ins)
         if name.startswith("llvm.memcpy") or name.startswith("llvm.memmove"):
             return self.host_memcpy(args, ins)
         if name.startswith("llvm.memset"):
@@ -264,18 +260,6 @@ class CudaRuntime:
         if name.startswith("cuda") or name.startswith("__cuda"):
             raise self.error(f"sirius does not model the CUDA runtime function {name} yet", ins)
         return NOT_HANDLED
-
-    def symbol_copy(self, name: str, args_v: list[Value], ins: Instr):
-        """The refusal of a copy to or from a device variable, naming the variable."""
-        to = "To" in name
-        sym = args_v[0 if to else 1] if len(args_v) > 1 else None
-        var = f"'{variable_name(sym.name)}'" if sym is not None and sym.kind == "global" \
-            else "a device variable"
-        return self.error(
-            f"{name} copies {'to' if to else 'from'} the __constant__/__device__ variable {var}, "
-            "which sirius does not model yet", ins,
-            "give the kernels the data through a pointer argument instead: cudaMalloc a buffer, "
-            "fill it with cudaMemcpy, and read it in the kernel where the variable was read")
 
     # host memory -----------------------------------------------------------------------------
     def host_memcpy(self, args: list[AV], ins: Instr) -> AV:

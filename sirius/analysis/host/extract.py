@@ -23,9 +23,10 @@ from sirius.analysis.host.floats import float_binary, float_call
 from sirius.analysis.host.flow import Frame, HostFlow
 from sirius.analysis.host.libcalls import IGNORED_INTRINSICS
 from sirius.analysis.host.loops import LoopShape
-from sirius.analysis.host.model import Buffer, HostProgram, Op
+from sirius.analysis.host.model import Buffer, HostProgram, Op, Symbol
 from sirius.analysis.host.observe import SyncWatch
 from sirius.analysis.host.ops import binary, cast, icmp, shift_to_packed, truth
+from sirius.analysis.host.symbols import device_variables
 from sirius.analysis.host.values import (
     AV,
     DevPtr,
@@ -57,10 +58,13 @@ from sirius.diagnostics import HostAnalysisError, Location
 
 class HostInterpreter(HostFlow):
     def __init__(self, host: ModuleView, kernels: dict[str, cudaapi.KernelSig], entry: str,
-                 argv: Sequence[str] | None = None):
+                 argv: Sequence[str] | None = None,
+                 device_vars: dict[str, Symbol] | None = None):
         self.view = host
         self.types = TypeTable(host.struct_bodies)
         self.kernels = kernels
+        # the device module's __device__/__constant__ variables by IR name (symbols.py)
+        self.device_vars = device_vars or {}
         self.entry = entry
         self.argv = tuple(argv) if argv is not None else None
         self.mem = Memory()
@@ -97,7 +101,7 @@ class HostInterpreter(HostFlow):
             args = list(program_arguments(self.mem, self.argv))
         self.call_function(fn, args, None)
         return HostProgram(self.entry, tuple(self.api.finish_buffers()), tuple(self.ops[0]),
-                           self.argv)
+                           self.argv, tuple(self.api.symbols.values()))
 
     def entry_by_source_name(self) -> Function | None:
         found = [f for f in self.view.functions.values()
@@ -461,7 +465,7 @@ def extract_host_program(host: ModuleView, device: ModuleView, entry: str = "mai
     """The host model of the program run from `entry`; `argv`: the program's arguments (argc
     and argv then known, argv[0] being "program"), None: unknown."""
     kernels = cudaapi.kernel_signatures(device)
-    return HostInterpreter(host, kernels, entry, argv).run()
+    return HostInterpreter(host, kernels, entry, argv, device_variables(device)).run()
 
 
 __all__ = ["HostInterpreter", "LoopShape", "extract_host_program"]

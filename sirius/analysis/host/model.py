@@ -24,6 +24,23 @@ class Buffer:
 
 
 @dataclass(frozen=True, slots=True)
+class Symbol:
+    """A `__device__` or `__constant__` variable of the device module that host code copies to
+    or from (cudaMemcpyToSymbol / FromSymbol). Its bytes are the device address
+    `DevRef(name, offset)`, as the dependence analysis names a module global."""
+
+    name: str      # `@` + the IR name in the device module (`@coef`, `@_ZL5count`)
+    variable: str  # the source name (`coef`, `count`)
+    bytes: int
+    space: str     # __constant__ | __device__
+    elem: str = ""  # the LLVM scalar type of its elements (`float`, `i32`; "" if mixed)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "variable": self.variable, "bytes": self.bytes,
+                "space": self.space, "elem": self.elem or None}
+
+
+@dataclass(frozen=True, slots=True)
 class DevRef:
     """A device address: a buffer and a byte offset into it."""
 
@@ -237,6 +254,12 @@ class HostProgram:
     buffers: tuple[Buffer, ...]
     ops: tuple[Op, ...]
     argv: tuple[str, ...] | None = None  # the arguments the model is specialised to (--args)
+    # the __device__/__constant__ variables symbol copies touch (their addresses: `@name`)
+    symbols: tuple[Symbol, ...] = ()
+
+    def symbol(self, name: str) -> Symbol | None:
+        """The device variable `name` (`@coef`) names, or None for a buffer."""
+        return next((s for s in self.symbols if s.name == name), None)
 
     def buffer(self, name: str) -> Buffer:
         for b in self.buffers:
@@ -273,4 +296,6 @@ class HostProgram:
         }
         if self.argv is not None:
             out["argv"] = list(self.argv)
+        if self.symbols:
+            out["symbols"] = [s.to_json() for s in self.symbols]
         return out

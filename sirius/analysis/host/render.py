@@ -9,18 +9,26 @@ def _dims(d: list) -> str:
     return "(" + ", ".join(str(x) for x in d) + ")"
 
 
-def _addr(ref: dict) -> str:
+def variable_labels(host: dict) -> dict[str, str]:
+    """`@name` -> how a listing shows a device variable (`__constant__ coef`), from the
+    `symbols` of a host program's JSON."""
+    return {s["name"]: f"{s['space']} {s['variable']}" for s in host.get("symbols", ())}
+
+
+def _addr(ref: dict, names: dict[str, str] | None = None) -> str:
     if "rotating" in ref:
         rot = ref["rotating"]
-        return "{" + " | ".join(_addr(c) for c in rot["choices"]) + f"}}[{rot['index']}]"
+        return "{" + " | ".join(_addr(c, names) for c in rot["choices"]) + \
+            f"}}[{rot['index']}]"
     off = ref["offset"]
+    buf = (names or {}).get(ref["buffer"], ref["buffer"])
     if off == 0:
-        return ref["buffer"]
-    return f"{ref['buffer']}+{off}" if isinstance(off, int) else f"{ref['buffer']}+({off})"
+        return buf
+    return f"{buf}+{off}" if isinstance(off, int) else f"{buf}+({off})"
 
 
-def _side(ref: dict) -> str:
-    return ref["host"] if "host" in ref else _addr(ref)
+def _side(ref: dict, names: dict[str, str] | None) -> str:
+    return ref["host"] if "host" in ref else _addr(ref, names)
 
 
 def _arg(a: dict) -> str:
@@ -38,7 +46,10 @@ def short_loc(loc: str | None) -> str:
     return f"{Path(parts[0]).name}:{parts[1]}" if len(parts) > 1 else loc
 
 
-def op_lines(ops: list[dict], depth: int) -> list[tuple[str, str]]:
+def op_lines(ops: list[dict], depth: int, names: dict[str, str] | None = None
+             ) -> list[tuple[str, str]]:
+    """(text, loc) per op; `names` shows device variables by source name
+    (`variable_labels`)."""
     out: list[tuple[str, str]] = []
     pad = "  " * depth
     for op in ops:
@@ -50,7 +61,7 @@ def op_lines(ops: list[dict], depth: int) -> list[tuple[str, str]]:
                 step = "" if op["step"] == 1 else f" step {op['step']}"
                 head = f"for {op['var']} in [{op['lo']}, {op['hi']}){step}:"
             out.append((pad + head, op["loc"]))
-            out.extend(op_lines(op["body"], depth + 1))
+            out.extend(op_lines(op["body"], depth + 1, names))
             continue
         if kind == "alloc":
             text = f"alloc  {op['buffer']} ({op['bytes']} B)"
@@ -58,13 +69,14 @@ def op_lines(ops: list[dict], depth: int) -> list[tuple[str, str]]:
             text = f"free   {_addr(op)}"
         elif kind == "copy":
             a = " async" if op["async"] else ""
-            text = f"copy   {op['kind']}{a} {_side(op['dst'])} <- {_side(op['src'])} " \
-                   f"({op['bytes']} B)"
+            text = f"copy   {op['kind']}{a} {_side(op['dst'], names)} <- " \
+                   f"{_side(op['src'], names)} ({op['bytes']} B)"
             if op.get("pointers"):
                 held = ", ".join(f"@{p['at']}: {_addr(p)}" for p in op["pointers"])
                 text += f" holding device addresses {held}"
             if op.get("via"):
-                text += f" (bytes copied back from {', '.join(op['via'])})"
+                via = ", ".join((names or {}).get(v, v) for v in op["via"])
+                text += f" (bytes copied back from {via})"
         elif kind == "memset":
             text = f"memset {_addr(op['dst'])} = {op['value']} ({op['bytes']} B)"
         elif kind == "sync":
@@ -82,6 +94,6 @@ def op_lines(ops: list[dict], depth: int) -> list[tuple[str, str]]:
 
 
 
-def render_ops(ops, depth: int = 0) -> str:
+def render_ops(ops, depth: int = 0, names: dict[str, str] | None = None) -> str:
     """Host ops as `sirius inspect` prints them (without locations)."""
-    return "\n".join(text for text, _ in op_lines([op.to_json() for op in ops], depth))
+    return "\n".join(text for text, _ in op_lines([op.to_json() for op in ops], depth, names))

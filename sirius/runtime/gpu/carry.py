@@ -41,8 +41,8 @@ INPUT_ROLES = ("input", "param")
 
 _CLASSES = {c.__name__: c for c in (
     hm.HostProgram, hm.Buffer, hm.DevRef, hm.Rotating, hm.HostRef, hm.BufferArg, hm.ScalarArg,
-    hm.NullArg, hm.Alloc, hm.Free, hm.Copy, hm.Memset, hm.Launch, hm.Sync, hm.Loop, FloorDiv,
-    Mod, Location)}
+    hm.NullArg, hm.Alloc, hm.Free, hm.Copy, hm.Memset, hm.Launch, hm.Sync, hm.Loop, hm.Symbol,
+    FloorDiv, Mod, Location)}
 
 
 # host programs as JSON -----------------------------------------------------------------------
