@@ -13,6 +13,12 @@ Results. `initial[name]` is a buffer's contents as the first launch that receive
 (or at its free, for a buffer no launch receives); `final[name]` its contents at its free or at
 the end. Arrays are typed by the kernel parameter the buffer is first passed as.
 
+Device variables. A copy whose device side is `@name` (cudaMemcpyToSymbol / FromSymbol: a
+`HostProgram.symbols` entry) goes to the module's variable through the device
+(`copy_to_symbol`, `copy_from_symbol`), checked against the variable's size first: bytes
+outside it are an error naming the variable and the copy's line. `final["@name"]` holds each
+such variable's contents at the end, typed by its element type.
+
 Loops run as the host model says; an opaque loop (trip count data-dependent, e.g. "until
 converged") runs `opaque_trips` times, a documented approximation (docs/runtime.md).
 """
@@ -44,6 +50,8 @@ from sirius.analysis.host.model import (
     Rotating,
     ScalarArg,
     Sync,
+    dev_refs,
+    flat_ops,
 )
 from sirius.diagnostics import SiriusError
 from sirius.runtime.device import Device, LaunchStats
@@ -57,6 +65,11 @@ _C_DTYPES = {
     "char": np.int8, "signed char": np.int8, "unsigned char": np.uint8, "int8_t": np.int8,
     "uint8_t": np.uint8, "bool": np.uint8, "size_t": np.uint64,
 }
+
+
+_IR_DTYPES = {"float": np.float32, "double": np.float64, "half": np.float16, "bfloat": np.uint16,
+              "i1": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+              "ptr": np.uint64}
 
 
 def dtype_of(c_type: str) -> np.dtype:
@@ -126,7 +139,12 @@ class RunResult:
     traces: list[LaunchTrace] = field(default_factory=list)
 
     def outputs(self) -> list[str]:
-        return [b.name for b in self.program.buffers if b.role == "output"]
+        """Buffers of role output, then the device variables a device-to-host copy reads
+        (`@name`): what `sirius verify` compares."""
+        read = {r.buffer for op in flat_ops(self.program.ops)
+                if isinstance(op, Copy) and op.kind == "D2H" for r in dev_refs(op.src)}
+        return [b.name for b in self.program.buffers if b.role == "output"] + \
+            [s.name for s in self.program.symbols if s.name in read and s.name in self.final]
 
     def checksum(self, name: str) -> str:
         return hashlib.sha256(self.final[name].tobytes()).hexdigest()[:12]
@@ -154,6 +172,8 @@ def buffer_dtypes(program: HostProgram, kernels: dict[str, object]) -> dict[str,
                     out.setdefault(r.buffer, dtype_of(info.params[i].type))
     for b in program.buffers:
         out.setdefault(b.name, np.dtype(np.uint8))
+    for s in program.symbols:
+        out.setdefault(s.name, np.dtype(_IR_DTYPES.get(s.elem, np.uint8)))
     return out
 
 
@@ -172,6 +192,7 @@ class HostInterpreter:
         self.opaque_trips = opaque_trips
         self.progress = progress
         self.addr: dict[str, int] = {}
+        self.symbols = {s.name: s for s in program.symbols}  # `@name` -> device variable
         self.sizes = {b.name: b.bytes for b in program.buffers}
         self.ids = {b.name: b.id for b in program.buffers}
         # A fused program passes the original's dtypes, so both get the same RNG data.
@@ -240,6 +261,9 @@ class HostInterpreter:
         self._run(self.p.ops, {})
         for name in list(self.addr):
             self._retire(name)
+        for name, sym in self.symbols.items():
+            raw = self.dev.copy_from_symbol(self.module, name[1:], 0, sym.bytes)
+            self.final[name] = self._typed(name, raw)
 
     def _retire(self, name: str) -> None:
         raw = self.dev.copy_from_device(self.addr[name], self.sizes[name])
@@ -300,16 +324,42 @@ class HostInterpreter:
                 src = self._host_array(op.src.name, n, self.dtypes[name])[:n]
             if op.pointers:  # device addresses the host wrote: this run's, not random bytes
                 src = self._with_addresses(src, op, env)
-            self.dev.copy_to_device(self.addr[name] + off, src)
+            self._write(name, off, src, op)
         elif op.kind == "D2H":
             name, off = self._resolve(op.src, env)
             assert isinstance(op.dst, HostRef)
             host = self._host_array(op.dst.name, n, self.dtypes[name])
-            host[:n] = self.dev.copy_from_device(self.addr[name] + off, n)
+            host[:n] = self._read(name, off, n, op)
         else:
             dname, doff = self._resolve(op.dst, env)
             sname, soff = self._resolve(op.src, env)
-            self.dev.copy_device(self.addr[dname] + doff, self.addr[sname] + soff, n)
+            if dname in self.symbols or sname in self.symbols:
+                self._write(dname, doff, self._read(sname, soff, n, op), op)
+            else:
+                self.dev.copy_device(self.addr[dname] + doff, self.addr[sname] + soff, n)
+
+    def _write(self, name: str, off: int, data: np.ndarray, op: Copy) -> None:
+        """Bytes into device buffer `name`, or into device variable `name` (`@coef`)."""
+        if name in self.symbols:
+            self._check_symbol(name, off, data.size, op, "to")
+            self.dev.copy_to_symbol(self.module, name[1:], off, data)
+        else:
+            self.dev.copy_to_device(self.addr[name] + off, data)
+
+    def _read(self, name: str, off: int, n: int, op: Copy) -> np.ndarray:
+        if name in self.symbols:
+            self._check_symbol(name, off, n, op, "from")
+            return self.dev.copy_from_symbol(self.module, name[1:], off, n)
+        return self.dev.copy_from_device(self.addr[name] + off, n)
+
+    def _check_symbol(self, name: str, off: int, n: int, op: Copy, way: str) -> None:
+        sym = self.symbols[name]
+        if off < 0 or n < 0 or off + n > sym.bytes:
+            raise SiriusError(
+                f"a copy of {n} bytes at offset {off} {way} the {sym.space} variable "
+                f"'{sym.variable}' is out of bounds: it has {sym.bytes} bytes", op.loc,
+                (f"bytes [{off}, {off + n}) are outside [0, {sym.bytes}); CUDA returns "
+                 "cudaErrorInvalidValue and copies nothing",))
 
     def _with_addresses(self, src: np.ndarray, op: Copy, env) -> np.ndarray:
         """The bytes of a host-to-device copy with the device addresses the host model says the

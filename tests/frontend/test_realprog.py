@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.helpers import run_cli
 
@@ -114,18 +115,80 @@ def test_size_read_by_a_helper_is_refused_naming_it():
 
 # 5. copies to and from __constant__/__device__ variables ------------------------------------------
 
-def test_memcpy_to_symbol_is_refused_naming_the_variable():
-    """Not modelled yet (the host model has no buffer for a device variable, and fusion would
-    not see the copy as a write of what the kernel reads): refused with the variable and the
-    rewrite to make."""
-    err = _refused("symbol.cu")
-    assert "symbol.cu:10:3" in err
-    assert "cudaMemcpyToSymbol copies to the __constant__/__device__ variable 'coef', which " \
-        "sirius does not model yet" in err
-    assert "cudaMalloc a buffer, fill it with cudaMemcpy" in err
+def test_memcpy_to_and_from_symbol_run_with_the_values_copied():
+    """symbol.cu: h (4 floats) -> __constant__ coef; apply scales a[i] by coef[i % 4] and sets
+    the __device__ total[i] = a[i] + 1; total comes back with cudaMemcpyFromSymbol. The
+    executor's seeded host data is the reference: what `h` held is what the kernel saw."""
+    from sirius.runtime.interpreter import run_program
+
+    r = run_program([HERE / "symbol.cu"])
+    h = r.host["h"][:16].view(np.float32)
+    np.testing.assert_array_equal(r.final["@coef"], h)
+    want = r.initial["a"] * h[np.arange(256) % 4]
+    np.testing.assert_array_equal(r.final["a"], want)
+    np.testing.assert_array_equal(r.final["@total"], want + np.float32(1))
+    # ... and the host array the copy from the symbol filled holds the same bytes
+    np.testing.assert_array_equal(r.host["_ZZ4mainE2ht"].view(np.float32), want + 1)
+    assert r.outputs() == ["a", "@total"]
 
 
-def test_memcpy_from_symbol_of_a_static_variable_is_refused():
-    err = _refused("symbol_from.cu")
-    assert "symbol_from.cu:10:3" in err
-    assert "cudaMemcpyFromSymbol copies from the __constant__/__device__ variable 'count'" in err
+def test_symbol_copies_in_the_host_model_name_the_variables():
+    from tests.helpers import inspect_doc
+
+    host = inspect_doc(HERE / "symbol.cu")["host"]
+    assert host["symbols"] == [
+        {"name": "@coef", "variable": "coef", "bytes": 16, "space": "__constant__",
+         "elem": "float"},
+        {"name": "@total", "variable": "total", "bytes": 1024, "space": "__device__",
+         "elem": "float"}]
+    copies = [op for op in host["ops"] if op["op"] == "copy"]
+    assert (copies[0]["kind"], copies[0]["dst"], copies[0]["bytes"]) == \
+        ("H2D", {"buffer": "@coef", "offset": 0}, 16)
+    assert copies[0]["loc"].endswith("symbol.cu:10:3")
+    assert (copies[-1]["kind"], copies[-1]["src"]) == ("D2H", {"buffer": "@total", "offset": 0})
+    text = run_cli("inspect", str(HERE / "symbol.cu")).stdout
+    assert "copy   H2D __constant__ coef <- h (16 B)" in text
+    assert "<- __device__ total (1024 B)" in text
+
+
+def test_memcpy_from_a_static_device_variable(tmp_path):
+    """`static __device__ int count[64]` (IR name _ZL5count), count[i] = i by tally."""
+    saved = _run(tmp_path, "symbol_from.cu")
+    np.testing.assert_array_equal(saved["@_ZL5count.out"], np.arange(64, dtype=np.int32))
+    from tests.helpers import inspect_doc
+
+    (sym,) = inspect_doc(HERE / "symbol_from.cu")["host"]["symbols"]
+    assert (sym["name"], sym["variable"], sym["space"]) == ("@_ZL5count", "count", "__device__")
+
+
+def test_symbol_copy_past_the_variable_is_refused_naming_it():
+    """32 bytes into the 16-byte coef: refused at the call (CUDA copies nothing there)."""
+    err = _refused("symbol_oob.cu")
+    assert "symbol_oob.cu:7:3" in err
+    assert "cudaMemcpyToSymbol copies 32 bytes to the __constant__ variable 'coef', which has " \
+        "16 bytes" in err
+    assert "bytes [0, 32) are outside [0, 16)" in err
+
+
+def test_an_element_as_the_symbol_adds_its_byte_offset():
+    from tests.helpers import inspect_doc
+
+    host = inspect_doc(HERE / "symbol_bad.cu")["host"]
+    (copy,) = [op for op in host["ops"] if op["op"] == "copy"]
+    assert (copy["kind"], copy["dst"], copy["bytes"]) == \
+        ("H2D", {"buffer": "@coef", "offset": 8}, 8)
+
+
+@pytest.mark.parametrize("define, line, message", [
+    ("HOST_ARRAY", 10, "the symbol of cudaMemcpyToSymbol is 'hostarr', which is not a "
+                       "__device__ or __constant__ variable of the device code"),
+    ("WRONG_WAY", 12, "cudaMemcpyToSymbol with kind cudaMemcpyDeviceToHost: a copy to the "
+                      "__constant__ variable 'coef' is cudaMemcpyHostToDevice or "
+                      "cudaMemcpyDeviceToDevice"),
+    ("DEVICE_SOURCE", 14, "cudaMemcpyToSymbol with kind cudaMemcpyHostToDevice, but its "
+                          "source is device memory"),
+])
+def test_bad_symbol_copies_are_refused_at_their_line(define, line, message):
+    r = run_cli("inspect", "-D", define, str(HERE / "symbol_bad.cu"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"symbol_bad.cu:{line}:3: error: {message}" in r.stderr

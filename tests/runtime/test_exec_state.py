@@ -145,3 +145,75 @@ def test_big_grid_random_order_is_a_reproducible_permutation(tickets):
     assert int((a == np.arange(n)).sum()) < 20
     assert int((a == np.arange(n - 1, -1, -1)).sum()) < 20
     assert int((a == b).sum()) < 20
+
+
+# ---- copies to and from device variables (cudaMemcpyToSymbol / FromSymbol) -------------------
+@pytest.mark.parametrize("jobs", [1, 4])
+def test_symbol_copies_reach_every_worker_and_runs_start_from_the_initializer(jobs):
+    # scale: y[i] = x[i] * coef[i % 4], with coef = {1, 2, 3, 4} (the initializer), then h1,
+    # then h1 with bytes [8, 16) from h2. 1024 blocks of 256 threads: 4 workers when asked,
+    # each with its own copy of coef. The second run in the process starts from 1 2 3 4 again.
+    for _ in range(2):
+        r = run("programs/symbol_workers.cu", jobs=jobs)
+        x = r.initial["d_x"]
+        i = np.arange(x.size) % 4
+        h1, h2 = r.host["h1"][:16].view(F32), r.host["h2"][:8].view(F32)
+        last = np.concatenate([h1[:2], h2])
+        assert r.final["d_y0"].tobytes() == (x * np.array([1, 2, 3, 4], F32)[i]).tobytes()
+        assert r.final["d_y1"].tobytes() == (x * h1[i]).tobytes()
+        assert r.final["d_y2"].tobytes() == (x * last[i]).tobytes()
+        assert r.final["@coef"].tobytes() == last.tobytes()
+        assert r.host["_ZZ4mainE3out"][:16].tobytes() == last.tobytes()
+
+
+def test_a_worker_made_after_a_symbol_copy_starts_with_the_copied_bytes():
+    from sirius.analysis.irview import build_view
+    from sirius.runtime.cpu.jit import JitModule
+    from sirius.runtime.device import Module
+
+    program, kernels, host = analysed("programs/symbol_workers.cu")
+    jm = JitModule(build_view(program.device_module))  # not the cached one: no workers yet
+    dev, module = CpuDevice(), Module(jm)
+    data = np.array([5, 6, 7, 8], F32)
+    dev.copy_to_symbol(module, "coef", 0, data)  # made the first worker
+    engines = jm.engines(3)
+    i = jm.global_index("coef")
+    assert [ctypes.string_at(e.globals[i], 16) for e in engines] == [data.tobytes()] * 3
+    assert dev.copy_from_symbol(module, "coef", 4, 8).view(F32).tolist() == [6, 7]
+    jm.reset()  # a new run: back to the initializer in every worker
+    assert [ctypes.string_at(e.globals[i], 16) for e in engines] == \
+        [np.array([1, 2, 3, 4], F32).tobytes()] * 3
+
+
+def test_device_to_device_symbol_copies():
+    # d_c -> coef (all 64), mul: acc[t] = a[t] * coef[t], then acc[32:64] -> d_a[0:32]
+    r = run("programs/symbol_d2d.cu")
+    c = r.final["d_c"].view(F32)
+    a0 = r.initial["d_a"]
+    with np.errstate(all="ignore"):
+        acc = a0 * c
+    assert r.final["@coef"].tobytes() == c.tobytes()
+    assert r.final["@acc"].tobytes() == acc.tobytes()
+    want = a0.copy()
+    want[:32] = acc[32:]
+    assert r.final["d_a"].tobytes() == want.tobytes()
+
+
+def test_a_pointer_table_copied_to_a_device_variable_holds_this_runs_addresses():
+    # bufs = {d_a, d_b}: twice writes d_b[i] = 2 d_a[i] through the table
+    r = run("programs/symbol_pointers.cu", check_bounds=True)
+    a = r.final["d_a"].view(F32)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(r.final["d_b"].view(F32), F32(2) * a)
+
+
+def test_symbol_copy_out_of_bounds_at_run_time_names_the_variable():
+    # the offset is 8 t: the host model cannot refuse it, the run does at t = 2
+    from sirius.diagnostics import SiriusError
+
+    with pytest.raises(SiriusError) as e:
+        run("programs/symbol_oob_loop.cu")
+    assert e.value.message == ("a copy of 8 bytes at offset 16 to the __constant__ variable "
+                               "'coef' is out of bounds: it has 16 bytes")
+    assert e.value.loc is not None and e.value.loc.line == 13
+    assert "bytes [16, 24) are outside [0, 16)" in e.value.notes[0]

@@ -114,6 +114,16 @@ class CpuDevice:
     def memset(self, address: int, value: int, nbytes: int) -> None:
         self.view(address, nbytes)[:] = value & 0xFF
 
+    def copy_to_symbol(self, module: Module, name: str, offset: int, data: np.ndarray) -> None:
+        """Host bytes into the module's variable `name` (IR name) at byte `offset`."""
+        jm: JitModule = module.handle
+        jm.write_global(name, offset, np.ascontiguousarray(data).view(np.uint8).tobytes())
+
+    def copy_from_symbol(self, module: Module, name: str, offset: int,
+                         nbytes: int) -> np.ndarray:
+        jm: JitModule = module.handle
+        return np.frombuffer(jm.read_global(name, offset, nbytes), dtype=np.uint8).copy()
+
     def synchronize(self) -> None:
         pass
 

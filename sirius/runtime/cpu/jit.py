@@ -6,8 +6,12 @@ MCJIT engine, so each worker has its own `@__sirius_ctx` and `@__sirius_smem`: t
 workers on different OS threads without any thread-local storage in JIT code.
 
 Module globals (`__device__`, `__constant__`, ...) live in each engine too. Right after an engine
-is made, the initial bytes of its mutable globals are saved; `reset()` writes them back, so every
-run of a program starts from the globals' initializers however many runs came before.
+is made, the initial bytes of its globals are saved; `reset()` writes back those of the mutable
+ones and of those the host wrote (`write_global`: cudaMemcpyToSymbol), so every run of a program
+starts from the globals' initializers however many runs came before. A host write goes to every
+engine, and an engine made later starts with the written bytes: a `__constant__` table is the
+same in every worker. (Kernels write only mutable globals, and a module with one runs on one
+worker: rewrite.HostModule.device_globals.)
 """
 
 from __future__ import annotations
@@ -56,13 +60,12 @@ class Engine:
     smem: int
     thread_fns: dict[str, int]
     globals: tuple[int, ...]  # the address of each of HostModule.globals in this engine
-    initial: tuple[bytes | None, ...]  # the initial bytes of the mutable ones
+    initial: tuple[bytes, ...]  # the initial bytes of each
 
-    def reset(self) -> None:
-        """Every mutable module global back to its initializer."""
-        for addr, data in zip(self.globals, self.initial, strict=True):
-            if data is not None:
-                ctypes.memmove(addr, data, len(data))
+    def reset(self, which) -> None:
+        """The module globals of index in `which` back to their initializers."""
+        for i in which:
+            ctypes.memmove(self.globals[i], self.initial[i], len(self.initial[i]))
 
 
 class JitModule:
@@ -88,6 +91,7 @@ class JitModule:
             tmp.write_bytes(self.object)
             tmp.replace(path)
         self._engines: list[Engine] = []
+        self._written: set[int] = set()  # globals the host wrote since the last reset
 
     def _compile(self, llvm, tm, source: str) -> bytes:
         try:
@@ -113,14 +117,46 @@ class JitModule:
             gs = self.host.globals
             table = ee.get_global_value_address("__sirius_globals")
             addrs = tuple((ctypes.c_uint64 * len(gs)).from_address(table)) if gs else ()
-            initial = tuple(ctypes.string_at(a, g.bytes) if g.mutable else None
-                            for a, g in zip(addrs, gs, strict=True))
+            initial = tuple(ctypes.string_at(a, g.bytes) for a, g in zip(addrs, gs, strict=True))
+            for i in self._written:  # what the host wrote, as the first engine holds it
+                ctypes.memmove(addrs[i], self._engines[0].globals[i], gs[i].bytes)
             self._engines.append(Engine(ee, obj, ee.get_global_value_address("__sirius_ctx"),
                                         ee.get_global_value_address("__sirius_smem"), fns,
                                         addrs, initial))
         return self._engines[:n]
 
     def reset(self) -> None:
-        """Every engine's mutable module globals back to their initializers (a new run)."""
+        """Every engine's module globals back to their initializers (a new run)."""
+        which = sorted(self._written | {i for i, g in enumerate(self.host.globals) if g.mutable})
         for e in self._engines:
-            e.reset()
+            e.reset(which)
+        self._written.clear()
+
+    def global_index(self, name: str) -> int:
+        """The index in HostModule.globals of the module global of IR name `name`."""
+        for i, g in enumerate(self.host.globals):
+            if g.name == name:
+                return i
+        raise SiriusError(f"the device module has no variable '{name}' the CPU executor can "
+                          "copy to or from")
+
+    def write_global(self, name: str, offset: int, data: bytes) -> None:
+        """Host bytes into module global `name` at byte `offset`, in every engine."""
+        i = self._checked(name, offset, len(data), "to")
+        for e in self.engines(max(1, len(self._engines))):
+            ctypes.memmove(e.globals[i] + offset, data, len(data))
+        self._written.add(i)
+
+    def read_global(self, name: str, offset: int, nbytes: int) -> bytes:
+        """`nbytes` of module global `name` from byte `offset` (the first engine's: the one a
+        module whose kernels write globals runs on)."""
+        i = self._checked(name, offset, nbytes, "from")
+        return ctypes.string_at(self.engines(1)[0].globals[i] + offset, nbytes)
+
+    def _checked(self, name: str, offset: int, nbytes: int, way: str) -> int:
+        i = self.global_index(name)
+        g = self.host.globals[i]
+        if offset < 0 or nbytes < 0 or offset + nbytes > g.bytes:
+            raise SiriusError(f"a copy of {nbytes} bytes at offset {offset} {way} the variable "
+                              f"'{g.label}' is out of bounds: it has {g.bytes} bytes")
+        return i

@@ -5,7 +5,9 @@ constant arrays and strings; not `__shared__` arrays, which live in `@__sirius_s
 rewritten from type `T` to `<{ T, [256 x i8] }>`: its address is still that of its `T`, and the
 256 bytes after it belong to no global, so the bounds checker reports an access just past it
 instead of accepting it as one into the next global. Its source name (from the debug info)
-names it in reports.
+names it in reports. An `externally_initialized constant` (a `__constant__` variable, which the
+host may write with cudaMemcpyToSymbol) becomes a `global`: the JIT would place a constant in
+read-only memory.
 """
 
 from __future__ import annotations
@@ -73,7 +75,10 @@ def module_global(view: ModuleView, line: str) -> tuple[ModuleGlobal, str] | Non
     pad = f"[{GLOBAL_REDZONE} x i8]"
     wrapped = "zeroinitializer" if init == "zeroinitializer" else \
         f"<{{ {gv.type} {init}, {pad} zeroinitializer }}>"
-    text = f"{line[:m.end()]}<{{ {gv.type}, {pad} }}> {wrapped}" + (f",{attrs}" if attrs else "")
+    head = line[:m.end()]
+    if "externally_initialized" in m.group(2) and m.group(2).rstrip().endswith("constant"):
+        head = head[:head.rindex("constant")] + "global "
+    text = f"{head}<{{ {gv.type}, {pad} }}> {wrapped}" + (f",{attrs}" if attrs else "")
     dbg = re.search(r"!dbg !(\d+)", attrs)
     label = None
     if dbg:

@@ -109,6 +109,14 @@ class Recorder:
         self.dev.copy_device(dst, src, nbytes)
         self.ops.append(("copy", dst, src, nbytes))
 
+    # copies to and from device variables are set-up work, as host<->device copies are
+    def copy_to_symbol(self, module: Module, name: str, offset: int, data: np.ndarray) -> None:
+        self.dev.copy_to_symbol(module, name, offset, data)
+
+    def copy_from_symbol(self, module: Module, name: str, offset: int,
+                         nbytes: int) -> np.ndarray:
+        return self.dev.copy_from_symbol(module, name, offset, nbytes)
+
     def memset(self, address: int, value: int, nbytes: int) -> None:
         self.dev.memset(address, value, nbytes)
         self.ops.append(("memset", address, value, nbytes))

@@ -120,6 +120,24 @@ class GpuDevice:
     def memset(self, address: int, value: int, nbytes: int) -> None:
         self.driver.memset_d8(address, value, nbytes)
 
+    def symbol_address(self, module: Module, name: str, offset: int, nbytes: int) -> int:
+        """The device address of byte `offset` of the module's variable `name` (IR name),
+        checked against its size."""
+        gm: GpuModule = module.handle
+        base, size = self.driver.global_address(gm.handle, name)
+        if offset < 0 or nbytes < 0 or offset + nbytes > size:
+            raise GpuError(f"a copy of {nbytes} bytes at offset {offset} of the device variable "
+                           f"'{name}' is out of bounds: it has {size} bytes")
+        return base + offset
+
+    def copy_to_symbol(self, module: Module, name: str, offset: int, data: np.ndarray) -> None:
+        b = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        self.driver.htod(self.symbol_address(module, name, offset, b.size), b)
+
+    def copy_from_symbol(self, module: Module, name: str, offset: int,
+                         nbytes: int) -> np.ndarray:
+        return self.driver.dtoh(self.symbol_address(module, name, offset, nbytes), nbytes)
+
     def synchronize(self) -> None:
         self.driver.synchronize()
 

@@ -226,6 +226,16 @@ class PycudaDriver:
         return _Function(name, pycuda=self._call(f"cuModuleGetFunction {name}",
                                                  module.pycuda.get_function, name))
 
+    def global_address(self, module: _Module, name: str) -> tuple[int, int]:
+        """(device address, bytes) of a module's global variable (cuModuleGetGlobal)."""
+        if module.cu is not None:
+            cu = self.cu_driver()
+            ptr, size = self._check(cu.cuModuleGetGlobal(module.cu, name.encode()),
+                                    f"cuModuleGetGlobal {name}")
+            return int(ptr), int(size)
+        ptr, size = self._call(f"cuModuleGetGlobal {name}", module.pycuda.get_global, name)
+        return int(ptr), int(size)
+
     def set_max_dynamic_smem(self, fn: _Function, nbytes: int) -> None:
         if fn.cu is not None:
             cu = self.cu_driver()

@@ -78,6 +78,7 @@ class FakeDriver:
         self.now_us = 0.0
         self.capturing: dict[int, FakeGraph] = {}
         self.streams = 0
+        self.globals: dict[tuple[int, str], tuple[int, int]] = {}  # (module, name) -> var
 
     # memory --------------------------------------------------------------------------------
     def view(self, address: int, nbytes: int) -> np.ndarray:
@@ -151,6 +152,17 @@ class FakeDriver:
         names = tuple(re.findall(r"\.entry\s+([\w$.]+)", ptx))
         self.calls.append(("module_load", names, cooperative))
         return FakeModule(ptx, cooperative, names)
+
+    def global_address(self, module: FakeModule, name: str) -> tuple[int, int]:
+        """A `.global` / `.const` variable of the PTX (`.b8 name[bytes]`), allocated in fake
+        memory on first use, once per module (as cuModuleGetGlobal's address is)."""
+        key = (id(module), name)
+        if key not in self.globals:
+            m = re.search(rf"\.(?:global|const)\s.*?\.b8\s+{re.escape(name)}\[(\d+)\]", module.ptx)
+            if m is None:
+                raise GpuError(f"fake: no global {name} in the module")
+            self.globals[key] = (self.mem_alloc(int(m.group(1))), int(m.group(1)))
+        return self.globals[key]
 
     def function(self, module: FakeModule, name: str) -> FakeFunction:
         if name not in module.names:

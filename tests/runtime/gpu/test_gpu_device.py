@@ -24,6 +24,7 @@ from sirius.analysis.host.model import (
     Loop,
     Memset,
     ScalarArg,
+    Symbol,
     Sync,
 )
 from sirius.runtime.device import KernelFault
@@ -226,6 +227,30 @@ def test_interpreter_runs_a_host_program_with_a_loop() -> None:
     kinds = [c[0] for c in drv.calls]
     assert kinds.count("launch") == 3 and kinds.count("dtod") == 1 and "synchronize" in kinds
     assert len([c for c in drv.calls if c[0] == "free"]) == 1  # x only: y, z are never freed
+
+
+def test_symbol_copies_go_to_the_modules_variable() -> None:
+    """cudaMemcpyToSymbol / FromSymbol on the GPU seam: the variable's address comes from the
+    module (cuModuleGetGlobal), offsets are bytes into it, bytes outside it are refused."""
+    dev, drv = device()
+    ptx = PTX + "\n.const .align 4 .b8 coef[16];\n"
+    coef = Symbol("@coef", "coef", 16, "__constant__", "float")
+    host = HostProgram("main", (), (
+        Copy("H2D", DevRef("@coef"), HostRef("h1"), Expr(16)),
+        Copy("H2D", DevRef("@coef", Expr(8)), HostRef("h2"), Expr(8)),
+        Copy("D2H", HostRef("out"), DevRef("@coef"), Expr(16))), symbols=(coef,))
+    res = run_on_gpu(host, PtxProgram(ptx), [], device=dev, seed=3)
+    h1, h2 = res.host["h1"][:16].view(np.float32), res.host["h2"][:8].view(np.float32)
+    want = np.concatenate([h1[:2], h2])
+    assert res.host["out"][:16].tobytes() == want.tobytes()
+    assert res.final["@coef"].tobytes() == want.tobytes()
+    assert res.final["@coef"].dtype == np.float32
+    module = dev.load_module(PtxProgram(ptx))
+    with pytest.raises(GpuError, match="12 bytes at offset 8 of the device variable 'coef' "
+                                       "is out of bounds: it has 16 bytes"):
+        dev.copy_to_symbol(module, "coef", 8, np.zeros(12, np.uint8))
+    with pytest.raises(GpuError, match="no global nope"):
+        dev.copy_from_symbol(module, "nope", 0, 4)
 
 
 def test_unavailable_says_what_to_install(monkeypatch) -> None:
