@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 from sirius._version import __version__
-from sirius.analysis.host.model import Launch
+from sirius.analysis.host.model import Copy, Launch, Loop
 from sirius.analysis.uar.build import UAR
 from sirius.analysis.uar.widths import Width
 from sirius.fusion.driver import FusedLaunchRecord, FuseResult
@@ -129,10 +129,31 @@ def alone_notes(res: FuseResult, notes: list[str]) -> list[str]:
                        if d.width == Width.GLOBAL and d.kind != "CTRL" and st.id in (d.src, d.dst)
                        and d.src != d.dst
                        and uar.statement(d.dst if d.src == st.id else d.src).kind == "launch"})
-        out.append(f"{name}: " + (f"GLOBAL dependences with the launches it could join: "
-                                  f"{'; '.join(ties)}" if ties else
-                                  "no fused kernel took it, and no dependence forbids one (the "
-                                  "planner kept it apart; please report the program)"))
+        around = _host_ops_around(uar, st)
+        out.append(f"{name}: " + (
+            f"GLOBAL dependences with the launches it could join: {'; '.join(ties)}" if ties
+            else f"fusion merges only launches with no host operation between them, and the "
+                 f"{' and the '.join(around)} next to it "
+                 f"{'keeps its place' if len(around) == 1 else 'keep their places'}"
+            if around else
+            "no fused kernel took it, and no dependence forbids one (the planner kept it "
+            "apart; please report the program)"))
+    return out
+
+
+def _host_ops_around(uar: UAR, st) -> list[str]:
+    """The host operations (copies, memsets, allocations, frees, syncs) right before and after
+    a launch in its host body, as `copy H2D at prog.cu:26`."""
+    body = st.loops[-1].body if st.loops else uar.program.ops
+    i = st.position[-1]
+    out = []
+    for j in (i - 1, i + 1):
+        op = body[j] if 0 <= j < len(body) else None
+        if op is None or isinstance(op, Launch | Loop):
+            continue
+        what = f"copy {op.kind}" if isinstance(op, Copy) else type(op).__name__.lower()
+        at = f" at {Path(op.loc.file).name}:{op.loc.line}" if op.loc else ""
+        out.append(what + at)
     return out
 
 
