@@ -18,6 +18,11 @@ drift spread over all of them; median, p10, p90, mean, min and max in microsecon
 medians. The eager modes (a, c) include Python's cost of issuing each launch through pycuda (a
 few microseconds per launch), which a C++ host would pay too, in part; the graph modes do not.
 
+Per launch (`per_launch`, what `sirius tune` uses): the eager replay records a CUDA event after
+every operation of the step, so each launch is timed between the event before it and the one
+after it, in the same runs as the whole step (which is then the span from the first event to
+the last). A launch's time so includes the time the GPU waited for it to be issued.
+
 CUDA Graphs: pycuda (2026.1) has no stream capture, so capture and replay go through
 cuda-python's driver bindings (`cuda.bindings.driver`: cuStreamBeginCapture, cuStreamEndCapture,
 cuGraphInstantiate, cuGraphLaunch) on the pycuda stream; the launches captured are pycuda's
@@ -62,6 +67,7 @@ class BenchConfig:
     flush_l2: bool = True
     graphs: bool = True
     opaque_trips: int = 3
+    per_launch: bool = False  # an event after every operation of the eager replays
 
     def __post_init__(self) -> None:
         if self.runs < 1 or self.warmup < 0 or self.input_sets < 1:
@@ -141,19 +147,31 @@ class Recorder:
         return LaunchStats(p.kernel, p.grid, p.block, smem, 0, 0, 0, 0, 0, 0, 0.0, "gpu")
 
 
-def replay(device: GpuDevice, ops: list[tuple], stream: object, capturing: bool = False) -> None:
-    """Issue a recorded step on `stream` (syncs wait for the stream, except in a capture)."""
+def replay(device: GpuDevice, ops: list[tuple], stream: object, capturing: bool = False,
+           events: list | None = None) -> None:
+    """Issue a recorded step on `stream` (syncs wait for the stream, except in a capture);
+    with `events` (one more than `ops`), events[0] is recorded first and events[i + 1] after
+    ops[i]."""
     drv = device.driver
-    for op in ops:
-        kind = op[0]
-        if kind == "launch":
-            device.submit(op[1], stream)
-        elif kind == "memset":
-            drv.memset_d8(op[1], op[2], op[3], stream)
-        elif kind == "copy":
-            drv.dtod(op[1], op[2], op[3], stream)
-        elif not capturing:
-            drv.stream_synchronize(stream)
+    if events is not None:
+        drv.record(events[0], stream)
+    for i, op in enumerate(ops):
+        _issue_op(device, op, stream, capturing)
+        if events is not None:
+            drv.record(events[i + 1], stream)
+
+
+def _issue_op(device: GpuDevice, op: tuple, stream: object, capturing: bool) -> None:
+    drv = device.driver
+    kind = op[0]
+    if kind == "launch":
+        device.submit(op[1], stream)
+    elif kind == "memset":
+        drv.memset_d8(op[1], op[2], op[3], stream)
+    elif kind == "copy":
+        drv.dtod(op[1], op[2], op[3], stream)
+    elif not capturing:
+        drv.stream_synchronize(stream)
 
 
 @dataclass
@@ -167,6 +185,7 @@ class BenchResult:
     graph_api: str
     notes: list[str] = field(default_factory=list)
     runs: dict = field(default_factory=dict, repr=False)  # side -> RunResult of input set 0
+    launches: dict[str, list[dict]] = field(default_factory=dict)  # side -> per-launch stats
 
     @property
     def ratios(self) -> dict[str, float]:
@@ -185,9 +204,10 @@ class BenchResult:
         return {"schema": SCHEMA, "device": self.device, "timed": TIMED,
                 "config": {"runs": c.runs, "warmup": c.warmup, "input_sets": self.input_sets,
                            "seed": c.seed, "flush_l2_bytes": self.flush_bytes,
-                           "graphs": c.graphs},
+                           "graphs": c.graphs, "per_launch": c.per_launch},
                 "graph_api": self.graph_api, "programs": self.programs,
-                "timings": self.timings, "ratios": self.ratios, "notes": self.notes}
+                "timings": self.timings, "ratios": self.ratios, "notes": self.notes,
+                **({"launch_timings": self.launches} if self.launches else {})}
 
 
 def _step_counts(ops: list[tuple]) -> dict[str, int]:
@@ -265,17 +285,30 @@ def bench(sides: dict[str, BenchProgram], config: BenchConfig | None = None,
                           lambda r, s=side: drv.graph_launch(graphs[s][r], stream)))
     samples: dict[str, list[float]] = {m: [] for m, _ in modes}
     start, end = drv.event(), drv.event()
+    per_op = _per_launch_events(drv, steps, notes) if config.per_launch else {}
+    launch_samples = {side: {j: [] for j in _launch_positions(steps[side][0])}
+                      for side in per_op}
     say(f"timing {', '.join(samples)}: {config.warmup} warm-up and {config.runs} timed runs "
-        "each, interleaved")
+        "each, interleaved" + (", an event after every operation of the eager runs"
+                               if per_op else ""))
     for i in range(config.warmup + config.runs):
         r = i % sets
         for mode, issue in modes:
             if flush:
                 drv.memset_d8(flush_buf, i & 0xFF, flush, stream)
-            drv.record(start, stream)
-            issue(r)
-            drv.record(end, stream)
-            ms = drv.elapsed_ms(start, end)
+            evs = per_op.get(mode)
+            if evs is None:
+                drv.record(start, stream)
+                issue(r)
+                drv.record(end, stream)
+                ms = drv.elapsed_ms(start, end)
+            else:
+                ops = steps[mode][r]
+                replay(device, ops, stream, events=evs)
+                ms = drv.elapsed_ms(evs[0], evs[len(ops)])
+                if i >= config.warmup:
+                    for j, got in launch_samples[mode].items():
+                        got.append(drv.elapsed_ms(evs[j], evs[j + 1]) * 1e3)
             if i >= config.warmup:
                 samples[mode].append(ms * 1e3)
     for gs in graphs.values():
@@ -288,5 +321,30 @@ def bench(sides: dict[str, BenchProgram], config: BenchConfig | None = None,
     timings = {m: {**summarize(s), "samples_us": [round(x, 3) for x in s]}
                for m, s in samples.items()}
     programs = {side: _step_counts(steps[side][0]) for side in sides}
+    launches = {side: [{"index": n, "kernel": steps[side][0][j][1].kernel,
+                        "grid": list(steps[side][0][j][1].grid),
+                        "block": list(steps[side][0][j][1].block), **summarize(got)}
+                       for n, (j, got) in enumerate(per.items())]
+                for side, per in launch_samples.items()}
     return BenchResult(device.info.to_json(), config, sets, flush, programs, timings,
-                       graph_api, notes, runs)
+                       graph_api, notes, runs, launches)
+
+
+def _launch_positions(ops: list[tuple]) -> list[int]:
+    return [j for j, op in enumerate(ops) if op[0] == "launch"]
+
+
+def _per_launch_events(drv, steps: dict[str, list[list[tuple]]], notes: list[str]) -> dict:
+    """One event per operation (+ 1) for each side whose input sets replay the same operations
+    (launches: kernel, grid, block) in the same order; a note for a side that does not."""
+    out = {}
+    for side, sets in steps.items():
+        keys = [[(op[1].kernel, op[1].grid, op[1].block) if op[0] == "launch" else op[0]
+                 for op in ops] for ops in sets]
+        if any(k != keys[0] for k in keys[1:]):
+            notes.append(f"{side}: no per-launch times: its input sets issue different "
+                         "operations")
+            continue
+        n = max(len(ops) for ops in sets)
+        out[side] = [drv.event() for _ in range(n + 1)]
+    return out

@@ -165,3 +165,26 @@ def test_input_sets_shrink_to_fit_memory() -> None:
 def test_bad_configuration() -> None:
     with pytest.raises(GpuError, match="at least 1"):
         BenchConfig(runs=0)
+
+
+def test_per_launch_times_between_events() -> None:
+    """With `per_launch`, the eager runs record an event after every operation: each launch's
+    time is 5 us + its kernel's cost, and the whole step keeps its time (memsets, copies and
+    syncs cost nothing on the fake clock)."""
+    dev, drv = fake()
+    res = bench(sides(), BenchConfig(runs=4, warmup=1, input_sets=2, graphs=False,
+                                     per_launch=True), device=dev)
+    med = {m: t["median_us"] for m, t in res.timings.items()}
+    assert med == pytest.approx({"original": 45.0, "fused": 30.0})
+    orig = res.launches["original"]
+    assert [(x["index"], x["kernel"], x["runs"]) for x in orig] == \
+        [(0, "axpy", 4), (1, "axpy", 4), (2, "axpy", 4)]
+    assert [x["median_us"] for x in orig] == pytest.approx([15.0, 15.0, 15.0])
+    assert [x["median_us"] for x in res.launches["fused"]] == pytest.approx([30.0])
+    # an event before the operations and one after each: the original's memset, three
+    # launches, sync and copy; the fused program's memset, launch, sync and copy
+    records = [c for c in drv.calls if c[0] == "record"]
+    assert len(records) == (4 + 1) * ((6 + 1) + (4 + 1))
+    doc = res.to_json()
+    assert doc["config"]["per_launch"] and len(doc["launch_timings"]["original"]) == 3
+    assert not drv.mem
