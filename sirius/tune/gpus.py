@@ -19,6 +19,7 @@ gives is *derived* (the derivation is written out) or an *assumption* (said so):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sirius.diagnostics import SiriusError
@@ -205,3 +206,21 @@ def gpu(name: str) -> Gpu:
         return GPUS[_ALIASES[low]]
     raise SiriusError(f"unknown GPU {name!r}; known: {', '.join(GPUS)} "
                       f"(aliases: {', '.join(_ALIASES)})")
+
+
+_DEVICE_NAMES = (("h200", "H200 SXM"), ("h100", "H100 SXM"), ("b200", "B200"),
+                 ("v100", "V100 SXM2"), ("l4", "L4"))
+
+
+def for_device(name: str) -> Gpu | None:
+    """The table entry of a CUDA device name (`NVIDIA H100 80GB HBM3` -> H100 SXM), or None.
+    A100s: 40GB when the name says so, else 80GB. Form factors (PCIe vs SXM) are not told
+    apart: the SXM entry is taken."""
+    words = re.findall(r"[a-z0-9]+", name.lower())
+    if "a100" in words:
+        return GPUS["A100 SXM 40GB"] if any("40gb" in w for w in words) else \
+            GPUS["A100 SXM 80GB"]
+    for key, entry in _DEVICE_NAMES:
+        if key in words:
+            return GPUS[entry]
+    return None

@@ -51,15 +51,18 @@ TERM_NAMES = {"launch": "launch overhead", "dram": "DRAM bandwidth", "compute": 
 
 @dataclass(frozen=True, slots=True)
 class Assumptions:
-    """The model's constants that no datasheet gives (docs/tune.md)."""
+    """The model's constants that no datasheet gives (docs/tune.md). `issue_rate_factor` is
+    the achieved fraction of the table's issue rate: 1.0 unless calibrated (calibrate.py)."""
 
     sass_per_ir: float = 1.0
     issue_warps_per_sm: int = 16
     dram_warp_fraction: float = 0.5
+    issue_rate_factor: float = 1.0
 
     def to_json(self) -> dict:
         return {"sass_per_ir": self.sass_per_ir, "issue_warps_per_sm": self.issue_warps_per_sm,
-                "dram_warp_fraction": self.dram_warp_fraction}
+                "dram_warp_fraction": self.dram_warp_fraction,
+                "issue_rate_factor": self.issue_rate_factor}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,50 @@ class LaunchCounts:
                 "static_smem": self.static_smem, "shared_bytes": self.shared_bytes,
                 "barriers": self.barriers, "region": self.region,
                 "footprint": self.footprint, "footprint_exact": self.footprint_exact}
+
+    @classmethod
+    def from_json(cls, d: object, where: str) -> LaunchCounts:
+        """The inverse of `to_json`; a SiriusError naming `where` and the field when `d` is
+        not one (kernel, grid, block, instructions and dram_bytes are required)."""
+        from sirius.diagnostics import SiriusError
+
+        def bad(what: str) -> SiriusError:
+            return SiriusError(f"{where}: {what}")
+
+        if not isinstance(d, dict):
+            raise bad(f"a launch's counts must be an object, not {type(d).__name__}")
+        for k in ("kernel", "grid", "block", "instructions", "dram_bytes"):
+            if k not in d:
+                raise bad(f"missing '{k}' (the fields of tune.json's launch_estimates[].counts)")
+
+        def count(k: str, default: int | None = 0) -> int | None:
+            v = d.get(k, default)
+            if v is None and default is None:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise bad(f"'{k}' must be a non-negative integer, not {v!r}")
+            return v
+
+        def dim3(k: str) -> tuple[int, int, int]:
+            v = d[k]
+            if not (isinstance(v, list) and len(v) == 3 and all(
+                    isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)):
+                raise bad(f"'{k}' must be a list of 3 positive integers, not {v!r}")
+            return (v[0], v[1], v[2])
+
+        if not isinstance(d["kernel"], str) or not d["kernel"]:
+            raise bad(f"'kernel' must be a kernel name, not {d['kernel']!r}")
+        flops = d.get("flops", {})
+        if not isinstance(flops, dict) or any(
+                p not in ("f16", "f32", "f64") or isinstance(n, bool) or not isinstance(n, int)
+                or n < 0 for p, n in flops.items()):
+            raise bad(f"'flops' must map f16/f32/f64 to non-negative integers, not {flops!r}")
+        return cls(d["kernel"], str(d.get("mangled", d["kernel"])), dim3("grid"), dim3("block"),
+                   count("dynamic_smem"), count("instructions"), count("dram_bytes"),
+                   tuple(sorted(flops.items())), count("registers", None),
+                   count("static_smem"), count("shared_bytes"), count("barriers"),
+                   int(d.get("region", -1)) if isinstance(d.get("region", -1), int) else -1,
+                   count("footprint", None), bool(d.get("footprint_exact", False)))
 
 
 # occupancy ------------------------------------------------------------------------------------
@@ -305,7 +352,7 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
                      "not fit in L2 or is unknown)")
     dram = dram_bytes / gpu.dram_bytes_per_s * dram_slow
     compute = sum(n / gpu.flops_per_s(p) for p, n in c.flops) * issue_slow
-    issue = c.instructions * a.sass_per_ir / gpu.issue_rate * issue_slow
+    issue = c.instructions * a.sass_per_ir / (gpu.issue_rate * a.issue_rate_factor) * issue_slow
     return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes),
                     dram_bytes)
 
