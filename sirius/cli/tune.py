@@ -1,6 +1,7 @@
 """`sirius tune PROGRAM.cu -o DIR`: build fusion variants, estimate them with the cost model
-for a GPU of the table, verify the fastest on the CPU executor, and write tune.json,
-report.md, report.html and the chosen program (docs/tune.md)."""
+for a GPU of the table, time them on this machine's GPU when there is one (`--measure`),
+verify the fastest on the CPU executor, and write tune.json, report.md, report.html, the
+chosen program and, when measured, runs.json for `--calibrate` (docs/tune.md)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,52 @@ def _arch(args: argparse.Namespace, gpu) -> tuple[str, str | None]:
                      "planned and assembled for sm_90 (ptxas registers and limits of sm_90)")
 
 
-def _cmd_tune(args: argparse.Namespace) -> int:
-    from sirius.tune.fanout import default_jobs
+def _device(mode: str):
+    """(GpuDevice or None, why measurement is on or off). `on` without a usable GPU is an
+    error (exit 2); `auto` says why it is off."""
+    if mode == "off":
+        return None, "--measure off"
+    from sirius.runtime.gpu import GpuDevice, GpuError
+
+    try:
+        device = GpuDevice(time_launches=False)
+    except GpuError as e:
+        if mode == "on":
+            raise SiriusError(f"--measure on: no GPU can be used here: {e.message}") from e
+        return None, f"no GPU can be used here ({e.message})"
+    return device, f"--measure {mode}: {device.info.name} ({device.info.arch})"
+
+
+def _choose_gpu(args: argparse.Namespace, runs, device):
+    """The table entry to estimate for: --gpu, else the one RUNS.json was costed with, else
+    the measured GPU's, else H100 SXM; and notes."""
+    from sirius.tune.gpus import DEFAULT_GPU, for_device
     from sirius.tune.gpus import gpu as find_gpu
-    from sirius.tune.model import fmt_time
+
+    notes = []
+    g = find_gpu(args.gpu) if args.gpu else None
+    if runs is not None and runs.gpu is not None:
+        if g is not None and g.name != runs.gpu:
+            raise SiriusError(f"--calibrate {runs.path}: measured against {runs.gpu}'s table "
+                              f"entry, but --gpu is {g.name}: calibrate with measurements of "
+                              "the GPU you estimate for")
+        g = g or find_gpu(runs.gpu)
+    if device is not None:
+        match = for_device(device.info.name)
+        if g is None and match is not None:
+            g = match
+        elif match is None or match.name != (g or find_gpu(DEFAULT_GPU)).name:
+            est = (g or find_gpu(DEFAULT_GPU)).name
+            notes.append(f"the estimates are for the table's {est}, the measurements of "
+                         f"{device.info.name}: the model's errors compare the two")
+    return g or find_gpu(DEFAULT_GPU), notes
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from sirius.tune.calibrate import load_runs
+    from sirius.tune.fanout import default_jobs
+    from sirius.tune.measure import MeasureConfig
+    from sirius.tune.model import Assumptions, fmt_time
     from sirius.tune.report import speedups, write_outputs
     from sirius.tune.tuner import tune
     from sirius.tune.variants import Source
@@ -41,38 +84,65 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     for f in args.files:
         if not Path(f).is_file():
             raise SiriusError(f"{f}: no such file")
-    g = find_gpu(args.gpu)
+    if args.runs < 1 or args.warmup < 0 or args.input_sets < 1:
+        raise SiriusError("--runs and --input-sets must be at least 1, --warmup at least 0")
+    runs = load_runs(args.calibrate) if args.calibrate else None  # checked before compiling
+    device, why = _device(args.measure)
+    g, gpu_notes = _choose_gpu(args, runs, device)
+    a = Assumptions()
+    cal = None
+    if runs is not None:
+        from sirius.tune.calibrate import fit
+
+        cal = fit(runs, g, a)
+        g, a = cal.apply(g, a)
     arch, note = _arch(args, g)
     say = Reporter(args.quiet)
-    if note:
-        say(note)
+    for n in ([note] if note else []) + gpu_notes:
+        say(n)
+    if cal is not None:
+        say(f"calibrated on {len(cal.residuals)} measurement(s) of {args.calibrate}: launch "
+            f"{cal.before.launch_us:.3g} -> {cal.after.launch_us:.3g} us, DRAM "
+            f"{cal.before.dram_gbps:.4g} -> {cal.after.dram_gbps:.4g} GB/s, issue-rate factor "
+            f"{cal.before.issue_rate_factor:.3g} -> {cal.after.issue_rate_factor:.3g}")
     src = Source(tuple(args.files), arch, args.entry, tuple(clang_flags(args)),
                  not args.no_cache, args.seed, program_argv(args))
-    result = tune(src, g, jobs=args.jobs or default_jobs(), use_ray=args.ray,
-                  ray_address=args.ray_address, verify_all=args.verify_all, progress=say)
-    if note:
-        result.notes.insert(0, note)
+    config = MeasureConfig(args.runs, args.warmup, args.input_sets, not args.no_flush)
+    result = tune(src, g, assumptions=a, jobs=args.jobs or default_jobs(), use_ray=args.ray,
+                  ray_address=args.ray_address, verify_all=args.verify_all, progress=say,
+                  device=device, measure_config=config, measure_why=why, calibration=cal)
+    result.notes[:0] = ([note] if note else []) + gpu_notes
     for p in write_outputs(result, out):
         say(f"wrote {p}")
     say.done()
+    measured = result.measurement.on
     rows = []
     for v in [result.baseline] + result.variants:
         verdict = {True: "verified", False: "FAILED", None: "-"}[v.verified]
         rows.append([v.label + (" *" if v is result.chosen else ""),
                      str(len(v.result.counts)) if v.result.ok else "-",
-                     fmt_time(v.seconds) if v.estimate else "build failed",
-                     _largest(v.estimate) if v.estimate else "-",
-                     "reference" if v.result.original else verdict])
-    print_table(f"variants on {g.name} (estimates; * chosen)",
-                ["variant", "launches run", "estimated", "largest term", "verification"],
-                rows, left=("variant", "largest term", "verification"))
+                     fmt_time(v.seconds) if v.estimate else "build failed"]
+                    + ([fmt_time(v.measured.median_s) if v.measured else "-"] if measured
+                       else [])
+                    + [_largest(v.estimate) if v.estimate else "-",
+                       "reference" if v.result.original else verdict])
+    head = ["variant", "launches run", "estimated"] + (["measured"] if measured else []) \
+        + ["largest term", "verification"]
+    what = f"measured on {result.measurement.device['name']}, median; estimates for {g.name}" \
+        if measured else f"estimates for {g.name}; not measured: {result.measurement.why}"
+    print_table(f"variants ({what}; * chosen)", head, rows,
+                left=("variant", "largest term", "verification"))
     if result.chosen is None:
         print("no variant could be built and verified (see the notes in report.md)")
         return 1
     sp = speedups(result)
-    print(f"chosen: {result.chosen.label}: estimated {fmt_time(result.chosen.seconds)} vs "
-          f"{fmt_time(result.baseline.seconds)} original ({sp['over_original']:.2f}x, estimate)"
-          f"; report: {out / 'report.html'}")
+    c, b = result.chosen, result.baseline
+    line = (f"chosen: {c.label} (by {result.chosen_by}): estimated {fmt_time(c.seconds)} vs "
+            f"{fmt_time(b.seconds)} original ({sp['over_original']:.2f}x, estimate)")
+    if "measured_over_original" in sp:
+        line += (f"; measured {fmt_time(c.measured.median_s)} vs "
+                 f"{fmt_time(b.measured.median_s)} ({sp['measured_over_original']:.2f}x)")
+    print(f"{line}; report: {out / 'report.html'}")
     return 0
 
 
@@ -94,9 +164,25 @@ def register(sub) -> None:
     program_args(sp)
     sp.set_defaults(arch=None)  # default: the GPU's architecture
     sp.add_argument("-o", "--output", metavar="DIR", help="output directory")
-    sp.add_argument("--gpu", default="H100 SXM",
-                    help="GPU of the table to estimate for (default 'H100 SXM'; also V100, "
-                         "A100, A100-40GB, H200, L4, B200)")
+    sp.add_argument("--gpu", default=None,
+                    help="GPU of the table to estimate for (default: the one --calibrate's "
+                         "RUNS.json names, else the measured GPU's entry, else 'H100 SXM'; "
+                         "also V100, A100, A100-40GB, H200, L4, B200)")
+    sp.add_argument("--measure", choices=("auto", "on", "off"), default="auto",
+                    help="time the variants on this machine's GPU (auto: when one can be "
+                         "used; on: fail without one); writes DIR/runs.json")
+    sp.add_argument("--runs", type=int, default=50,
+                    help="timed runs per variant when measuring (default 50)")
+    sp.add_argument("--warmup", type=int, default=5,
+                    help="untimed runs first when measuring (default 5)")
+    sp.add_argument("--input-sets", type=int, default=4, metavar="N",
+                    help="input sets rotated between runs when measuring (default 4)")
+    sp.add_argument("--no-flush", action="store_true",
+                    help="do not flush L2 between measured runs")
+    sp.add_argument("--calibrate", metavar="RUNS.json",
+                    help="fit the model's launch overhead, DRAM bandwidth and issue rate to "
+                         "these GPU measurements (schema sirius-runs/1, docs/tune.md; "
+                         "`sirius tune --measure on` writes one) and estimate with them")
     sp.add_argument("--jobs", type=int, default=0,
                     help="local worker processes for variant builds (default: up to 4)")
     sp.add_argument("--ray", action="store_true",

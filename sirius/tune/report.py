@@ -1,7 +1,8 @@
 """What `sirius tune -o DIR` writes: tune.json (every variant, its choices, estimate with
-terms, verified or not), report.md, a self-contained report.html (plots as data URIs, the UAR
-as a picture for small programs), uar.dot (its Graphviz text), and the chosen program in
-DIR/chosen/ as `sirius fuse` writes it."""
+terms, measured time when a GPU timed it, verified or not), report.md, a self-contained
+report.html (plots as data URIs, the UAR as a picture for small programs), uar.dot (its
+Graphviz text), the chosen program in DIR/chosen/ as `sirius fuse` writes it, and, when
+measured, runs.json (the measurements, for `--calibrate`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import base64
 import html
 import json
 import math
+import re
 from pathlib import Path
 
 from sirius._version import __version__
+from sirius.tune.measure import kernel_errors, paired
 from sirius.tune.model import TERM_NAMES, TERMS, ProgramEstimate, fmt_time
 from sirius.tune.tuner import TuneResult, Variant
 
@@ -20,6 +23,18 @@ ESTIMATE_NOTE = ("Every time in this report is an ESTIMATE of the cost model (do
                  "from exact CPU-executor counts and ptxas resources; nothing was measured on "
                  "a GPU.")
 MAX_LAUNCHES = 200  # per-launch estimates kept in tune.json per variant
+
+
+def time_note(result: TuneResult) -> str:
+    """What the times of the report are: estimates, and measurements when a GPU timed them."""
+    m = result.measurement
+    cal = (" The model's launch overhead, DRAM bandwidth and issue rate are calibrated from "
+           f"{result.calibration.path} (see Calibration)." if result.calibration else "")
+    if not m.on:
+        return f"{ESTIMATE_NOTE} No GPU measurement: {m.why}.{cal}"
+    return ("Times labelled ESTIMATE are the cost model's (docs/tune.md), from exact "
+            "CPU-executor counts and ptxas resources; times labelled MEASURED were measured on "
+            f"{m.device['name']} ({m.method}). The choice uses the measured times." + cal)
 
 
 def _same_as(result: TuneResult, v: Variant) -> str | None:
@@ -35,12 +50,20 @@ def _same_as(result: TuneResult, v: Variant) -> str | None:
 
 
 def speedups(result: TuneResult) -> dict:
+    """Estimated speed-ups of the chosen variant (over_*), and measured ones (measured_over_*)
+    where both programs were measured."""
     out = {}
-    if result.chosen is not None:
-        out["over_original"] = result.baseline.seconds / result.chosen.seconds
+    c = result.chosen
+    if c is not None:
+        out["over_original"] = result.baseline.seconds / c.seconds
         d = result.default()
         if d is not None and d.estimate is not None:
-            out["over_default_fuse"] = d.seconds / result.chosen.seconds
+            out["over_default_fuse"] = d.seconds / c.seconds
+        for key, w in (("measured_over_original", result.baseline),
+                       ("measured_over_default_fuse", d)):
+            if w is not None and w.measured is not None and c.measured is not None \
+                    and c.measured.median_s > 0:
+                out[key] = w.measured.median_s / c.measured.median_s
     return out
 
 
@@ -58,25 +81,42 @@ def variant_json(result: TuneResult, v: Variant) -> dict:
         "verified": v.verified, "verify_note": v.verify_note,
         "region_seconds": {str(k): x for k, x in sorted(v.region_seconds.items())},
         "estimate": v.estimate.to_json() if v.estimate is not None else None,
+        "measured": v.measured.to_json() if v.measured is not None else None,
+        "measure_note": v.measure_note,
     }
     if v.estimate is not None:
         ests = v.estimate.launches[:MAX_LAUNCHES]
+        m = v.measured
+        times = m.launches if m is not None and paired(v.estimate.counts, m) else None
         out["launch_estimates"] = [
-            {**e.to_json(), "counts": c.to_json()}
-            for e, c in zip(ests, v.estimate.counts, strict=False)]
+            {**e.to_json(), "counts": c.to_json(),
+             **({"measured_s": times[i].median_s, "measured_p10_s": times[i].p10_s,
+                 "measured_p90_s": times[i].p90_s} if times else {})}
+            for i, (e, c) in enumerate(zip(ests, v.estimate.counts, strict=False))]
         out["launch_estimates_truncated"] = len(v.estimate.launches) > MAX_LAUNCHES
+        if m is not None:
+            out["kernels_measured"] = [k.to_json() for k in kernel_errors(v.estimate, m)]
+            out["relative_error"] = (v.seconds - m.median_s) / m.median_s \
+                if m.median_s else None
     return out
 
 
 def tune_json(result: TuneResult) -> dict:
     return {
-        "schema": TUNE_SCHEMA, "sirius": __version__, "estimate": True, "note": ESTIMATE_NOTE,
+        "schema": TUNE_SCHEMA, "sirius": __version__, "estimate": True,
+        "measured": result.measurement.on, "note": time_note(result),
         "files": list(result.source.files), "arch": result.source.arch,
         "seed": result.source.seed, "gpu": result.gpu.to_json(),
         "assumptions": result.assumptions.to_json(), "ran_on": result.ran_on,
         "seconds": {k: round(x, 3) for k, x in result.seconds.items()},
         "chosen": result.chosen.label if result.chosen else None,
-        "speedup_estimate": speedups(result),
+        "chosen_by": result.chosen_by,
+        "measurement": result.measurement.to_json(),
+        "calibration": result.calibration.to_json() if result.calibration else None,
+        "speedup_estimate": {k: x for k, x in speedups(result).items()
+                             if not k.startswith("measured")},
+        "speedup_measured": {k.removeprefix("measured_"): x for k, x in speedups(result).items()
+                             if k.startswith("measured")},
         "region_choices": {("split" if k else "no split"): c
                            for k, c in result.region_choices.items()},
         "baseline": variant_json(result, result.baseline),
@@ -100,8 +140,12 @@ def bound_line(est: ProgramEstimate) -> str:
 
 # markdown -----------------------------------------------------------------------------------------
 def _row(result: TuneResult, v: Variant) -> list[str]:
+    """A variants-table row; with measurement on, the measured time and the model's error
+    come after the estimate."""
+    measured = result.measurement.on
     if v.estimate is None:
-        return [v.label, "-", "-", "-", "build failed: " + v.result.error.splitlines()[0]]
+        return [v.label, "-", "-"] + (["-", "-"] if measured else []) \
+            + ["-", "build failed: " + v.result.error.splitlines()[0]]
     t = v.estimate.terms()
     body = max(("dram", "compute", "issue"), key=lambda k: t[k])
     verdict = {True: "verified", False: "FAILED verification", None: "not verified"}[v.verified]
@@ -109,9 +153,84 @@ def _row(result: TuneResult, v: Variant) -> list[str]:
         verdict = "reference"
     same = _same_as(result, v)
     mark = " (chosen)" if v is result.chosen else ""
-    return [v.label + mark, f"{len(v.result.counts)}", fmt_time(v.seconds),
-            f"launch {fmt_time(t['launch'])}; bodies {fmt_time(v.seconds - t['launch'])} "
-            f"(mostly {body})", verdict + (f"; same program as {same}" if same else "")]
+    cells = [v.label + mark, f"{len(v.result.counts)}", fmt_time(v.seconds)]
+    if measured:
+        m = v.measured
+        cells += [f"{fmt_time(m.median_s)} [{fmt_time(m.p10_s)}, {fmt_time(m.p90_s)}]"
+                  if m else (v.measure_note or "not measured"),
+                  _error(v.seconds, m.median_s) if m else "-"]
+    return cells + [f"launch {fmt_time(t['launch'])}; bodies {fmt_time(v.seconds - t['launch'])}"
+                    f" (mostly {body})", verdict + (f"; same program as {same}" if same else "")]
+
+
+def _head(result: TuneResult) -> list[str]:
+    return ["variant", "launches run", "estimated time (estimate)"] \
+        + (["measured time (median [p10, p90])", "model error"]
+           if result.measurement.on else []) + ["terms (estimate)", "verification"]
+
+
+def _error(estimate: float, measured: float) -> str:
+    """The model's relative error, signed: + when it estimates more than was measured."""
+    if not measured or math.isinf(estimate):
+        return "-"
+    return f"{(estimate - measured) / measured:+.0%}"
+
+
+def _kernel_table(v: Variant) -> tuple[list[str], list[list[str]]]:
+    """Per kernel: estimate, bound and explanation, and with a measurement, the measured
+    time and the model's error."""
+    errs = {k.kernel: k for k in kernel_errors(v.estimate, v.measured)} if v.measured else {}
+    head = ["kernel", "launches", "estimated time"] \
+        + (["measured time", "model error"] if errs else []) + ["bound", "explanation"]
+    rows = []
+    for k in v.estimate.kernels:
+        extra = [fmt_time(errs[k.kernel].measured_s),
+                 _error(k.seconds, errs[k.kernel].measured_s)] if errs else []
+        rows.append([k.kernel, str(k.launches), fmt_time(k.seconds)] + extra
+                    + [TERM_NAMES[k.bound], k.explain])
+    return head, rows
+
+
+def _chosen_line(result: TuneResult, sp: dict) -> str:
+    c, b, g = result.chosen, result.baseline, result.gpu
+    line = f"**Chosen: {c.label}** (by {result.chosen_by}), "
+    if c.measured is not None and "measured_over_original" in sp:
+        line += (f"measured {fmt_time(c.measured.median_s)} on "
+                 f"{result.measurement.device['name']} vs {fmt_time(b.measured.median_s)} for "
+                 f"the original ({sp['measured_over_original']:.2f}x, measured"
+                 + (f"; {sp['measured_over_default_fuse']:.2f}x over `sirius fuse` defaults"
+                    if "measured_over_default_fuse" in sp else "") + "); ")
+    return (line + f"estimated {fmt_time(c.seconds)} on {g.name} vs {fmt_time(b.seconds)} for "
+            f"the original ({sp['over_original']:.2f}x, estimate"
+            + (f"; {sp['over_default_fuse']:.2f}x over `sirius fuse` defaults"
+               if "over_default_fuse" in sp else "")
+            + f"); verified on the CPU executor: {c.verify_note}.")
+
+
+def _measure_line(result: TuneResult) -> str:
+    m = result.measurement
+    if not m.on:
+        return f"GPU measurement: none ({m.why})"
+    return f"GPU measurement: {m.device['name']} ({m.device['arch']}): {m.method}"
+
+
+def calibration_tables(cal) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, head, rows) of the constants before and after and of the fit's residuals."""
+    names = {"launch_us": "launch overhead (us)", "dram_gbps": "DRAM bandwidth (GB/s)",
+             "issue_rate_factor": "issue-rate factor"}
+    consts = [[names[k], f"{getattr(cal.before, k):.4g}", f"{getattr(cal.after, k):.4g}",
+               "fitted" if k in cal.fitted else f"not fitted: {cal.not_fitted[k]}"]
+              for k in names]
+    res = [[r.label, str(r.launches), fmt_time(r.measured), fmt_time(r.before),
+            f"{r.error_before:+.1%}", fmt_time(r.after), f"{r.error_after:+.1%}"]
+           for r in cal.residuals[:MAX_LAUNCHES]]
+    return [(f"Constants of {cal.gpu} (before: the GPU table and the model's assumptions)",
+             ["constant", "before", "after", ""], consts),
+            (f"Residuals: {len(cal.residuals)} measurements, RMS relative error "
+             f"{cal.rms('before'):.1%} before, {cal.rms('after'):.1%} after"
+             + (" (the first 200 shown)" if len(cal.residuals) > MAX_LAUNCHES else ""),
+             ["measurement", "launches", "measured", "estimate before", "error",
+              "estimate after", "error"], res)]
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -123,28 +242,24 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 def report_md(result: TuneResult) -> str:
     g = result.gpu
     files = ", ".join(result.source.files)
-    lines = [f"# sirius tune: {files}", "", f"> {ESTIMATE_NOTE}", ""]
+    lines = [f"# sirius tune: {files}", "", f"> {time_note(result)}", ""]
     sp = speedups(result)
     if result.chosen is not None:
-        c = result.chosen
-        lines += [f"**Chosen: {c.label}**, estimated {fmt_time(c.seconds)} on {g.name} vs "
-                  f"{fmt_time(result.baseline.seconds)} for the original "
-                  f"({sp['over_original']:.2f}x, estimate)"
-                  + (f" and {sp['over_default_fuse']:.2f}x over `sirius fuse` defaults"
-                     if "over_default_fuse" in sp else "")
-                  + f"; verified on the CPU executor: {c.verify_note}.", ""]
+        lines += [_chosen_line(result, sp), ""]
     else:
         lines += ["**No variant was chosen**: none could be built and verified.", ""]
+    launch = "calibrated" if result.calibration else "an assumption"
     lines += [f"- GPU: {g.name} ({g.arch}; {g.sms} SMs, {g.boost_mhz:g} MHz, "
-              f"{g.dram_gbps:g} GB/s, {g.fp32_tflops} TFLOP/s FP32, launch "
-              f"{g.launch_us:g} us: an assumption); program assembled for "
-              f"{result.source.arch}",
+              f"{g.dram_gbps:.4g} GB/s, {g.fp32_tflops} TFLOP/s FP32, launch "
+              f"{g.launch_us:.3g} us: {launch}); program assembled for {result.source.arch}",
               f"- model assumptions: {json.dumps(result.assumptions.to_json())}",
+              f"- {_measure_line(result)}",
               f"- variants built: {result.ran_on}; "
               + ", ".join(f"{k} {x:.1f} s" for k, x in result.seconds.items()), ""]
-    lines += ["## Variants (estimates)", ""]
-    lines += _table(["variant", "launches run", "estimated time", "terms", "verification"],
-                    [_row(result, v) for v in [result.baseline] + result.variants])
+    lines += ["## Variants" + (" (estimates and measurements)" if result.measurement.on
+                               else " (estimates)"), ""]
+    lines += _table(_head(result), [_row(result, v) for v in [result.baseline]
+                                    + result.variants])
     if result.region_choices:
         lines += ["", "## Per-region choice", "",
                   "Each region takes the choice whose launches are estimated fastest "
@@ -155,11 +270,16 @@ def report_md(result: TuneResult) -> str:
     for title, v in (("Original program", result.baseline), ("Chosen program", result.chosen)):
         if v is None or v.estimate is None:
             continue
-        lines += ["", f"## {title}: why each kernel takes its time (estimates)", "",
+        head, rows = _kernel_table(v)
+        lines += ["", f"## {title}: why each kernel takes its time (estimates"
+                  + (", measured next to them" if len(head) > 5 else "") + ")", "",
                   f"Bound: {bound_line(v.estimate)}.", ""]
-        lines += _table(["kernel", "launches", "estimated time", "bound", "explanation"],
-                        [[k.kernel, str(k.launches), fmt_time(k.seconds), TERM_NAMES[k.bound],
-                          k.explain] for k in v.estimate.kernels])
+        lines += _table(head, rows)
+    if result.calibration is not None:
+        lines += ["", f"## Calibration ({result.calibration.path})"]
+        for title, head, rows in calibration_tables(result.calibration):
+            lines += ["", f"{title}:", ""] + _table(head, rows)
+        lines += [f"- {n}" for n in result.calibration.notes]
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
     lines += ["", "## Where the GPU's numbers come from", ""]
@@ -201,16 +321,11 @@ def report_html(result: TuneResult, pic=None) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>sirius tune: "
              f"{e(', '.join(result.source.files))}</title><style>{_CSS}</style></head><body>",
              f"<h1>sirius tune: {e(', '.join(result.source.files))}</h1>",
-             f"<p class='note'>{e(ESTIMATE_NOTE)}</p>"]
+             f"<p class='note'>{e(time_note(result))}</p>"]
     sp = speedups(result)
     if result.chosen is not None:
-        c = result.chosen
-        over_default = (f" and <b>{sp['over_default_fuse']:.2f}x</b> over <code>sirius fuse"
-                        "</code> defaults" if "over_default_fuse" in sp else "")
-        parts.append(f"<p><b>Chosen: {e(c.label)}</b>, estimated {fmt_time(c.seconds)} on "
-                     f"{e(g.name)} vs {fmt_time(result.baseline.seconds)} for the original "
-                     f"(<b>{sp['over_original']:.2f}x</b>{over_default}, estimates); verified "
-                     f"on the CPU executor: {e(c.verify_note)}.</p>")
+        parts.append(f"<p>{_inline_html(_chosen_line(result, sp))}</p>")
+    parts.append(f"<p>{e(_measure_line(result))}.</p>")
     bounds = [(t, v) for t, v in (("original", result.baseline), ("chosen", result.chosen))
               if v is not None and v.estimate is not None]
     if bounds:
@@ -219,13 +334,12 @@ def report_html(result: TuneResult, pic=None) -> str:
     else:
         parts.append("<p><b>No variant was chosen</b>: none could be built and verified.</p>")
     parts.append(_plot(plots.variant_times, result, "estimated time per variant"))
-    rows = "".join(
-        f"<tr class='{'chosen' if v is result.chosen else ''}'>"
-        + "".join(f"<td>{e(x)}</td>" for x in _row(result, v)) + "</tr>"
-        for v in [result.baseline] + result.variants)
-    parts.append("<h2>Variants (estimates)</h2><table><tr><th>variant</th><th>launches run</th>"
-                 "<th>estimated time</th><th>terms</th><th>verification</th></tr>"
-                 f"{rows}</table>")
+    parts.append("<h2>Variants" + (" (estimates and measurements)" if result.measurement.on
+                                   else " (estimates)") + "</h2>"
+                 + _html_table(_head(result), [_row(result, v) for v in [result.baseline]
+                                               + result.variants],
+                               [v is result.chosen for v in [result.baseline]
+                                + result.variants]))
     pic = pic or uar_picture(result)
     if pic is not None:
         parts.append("<h2>The program's UAR</h2><p>Statements (launches as boxes) and their "
@@ -239,13 +353,15 @@ def report_html(result: TuneResult, pic=None) -> str:
     for title, v in (("Original program", result.baseline), ("Chosen program", result.chosen)):
         if v is None or v.estimate is None:
             continue
-        krows = "".join(f"<tr><td>{e(k.kernel)}</td><td>{k.launches}</td>"
-                        f"<td>{fmt_time(k.seconds)}</td><td>{e(TERM_NAMES[k.bound])}</td>"
-                        f"<td>{e(k.explain)}</td></tr>" for k in v.estimate.kernels)
-        parts.append(f"<h2>{e(title)}: why each kernel takes its time (estimates)</h2>"
-                     f"<p>Bound: {e(bound_line(v.estimate))}.</p><table>"
-                     "<tr><th>kernel</th><th>launches</th><th>estimated time</th><th>bound</th>"
-                     f"<th>explanation</th></tr>{krows}</table>")
+        head, rows = _kernel_table(v)
+        parts.append(f"<h2>{e(title)}: why each kernel takes its time (estimates"
+                     + (", measured next to them" if len(head) > 5 else "") + ")</h2>"
+                     f"<p>Bound: {e(bound_line(v.estimate))}.</p>" + _html_table(head, rows))
+    if result.calibration is not None:
+        parts.append(f"<h2>Calibration ({e(result.calibration.path)})</h2>")
+        for title, head, rows in calibration_tables(result.calibration):
+            parts.append(f"<p>{e(title)}:</p>" + _html_table(head, rows))
+        parts += [f"<p>{e(n)}</p>" for n in result.calibration.notes]
     if result.notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{e(n)}</li>" for n in result.notes)
                      + "</ul>")
@@ -259,6 +375,23 @@ def report_html(result: TuneResult, pic=None) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _html_table(head: list[str], rows: list[list[str]],
+                chosen: list[bool] | None = None) -> str:
+    e = html.escape
+    body = "".join(
+        f"<tr class='{'chosen' if chosen and chosen[i] else ''}'>"
+        + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for i, r in enumerate(rows))
+    return ("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"
+            + body + "</table>")
+
+
+def _inline_html(md: str) -> str:
+    """A line of report.md's markdown (**bold**, `code`) as HTML."""
+    out = html.escape(md)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
+
+
 def uar_picture(result: TuneResult):
     """The UAR picture (uarplot.Picture) of the chosen variant's plan, None without a UAR."""
     from sirius.tune.uarplot import picture
@@ -269,9 +402,21 @@ def uar_picture(result: TuneResult):
     return picture(result.uar, fused)
 
 
+def runs_of(result: TuneResult) -> dict:
+    """The measurements of this run as a RUNS.json (`--calibrate`): each measured launch of
+    every distinct measured program with its counts."""
+    from sirius.tune.calibrate import runs_json
+
+    vs = [(v.label, v.estimate.counts, v.measured) for v in [result.baseline] + result.variants
+          if v.measured is not None and v.estimate is not None
+          and not v.measure_note.startswith("the same program")]
+    m = result.measurement
+    return runs_json(result.gpu, m.device["name"] if m.device else "", m.method, vs)
+
+
 def write_outputs(result: TuneResult, out: Path) -> list[Path]:
-    """tune.json, report.md, report.html and chosen/ (fused.ll, fused.ptx, plan.json,
-    report.md) in `out` (created)."""
+    """tune.json, report.md, report.html, runs.json when measured, and chosen/ (fused.ll,
+    fused.ptx, plan.json, report.md) in `out` (created)."""
     from sirius.fusion.report import write_outputs as write_fused
 
     out.mkdir(parents=True, exist_ok=True)
@@ -281,6 +426,8 @@ def write_outputs(result: TuneResult, out: Path) -> list[Path]:
              ("report.md", report_md(result)), ("report.html", report_html(result, pic))]
     if pic is not None and pic.dot:
         files.append(("uar.dot", pic.dot))
+    if result.measurement.on:
+        files.append(("runs.json", json.dumps(runs_of(result), indent=1) + "\n"))
     for name, text in files:
         p = out / name
         p.write_text(text)

@@ -5,9 +5,14 @@
 2. Every variant is estimated with the cost model on the chosen GPU (model.py, gpus.py).
 3. Per storage setting, each region takes the choice whose launches are estimated fastest; if
    the choices differ between regions the mixed variant is built and estimated too.
-4. Candidates (every variant but the original) are verified in order of estimated time, on the
-   CPU executor against the original (sirius.verify); the first that verifies is chosen. A
-   variant that fails verification is never chosen; with `verify_all` every variant is checked.
+4. With a GPU (`device`), every built variant is rebuilt in this process (verification reuses
+   the rebuild) and timed on it with the original, in one bench (measure.py); a measured time
+   replaces the estimate as the order of the candidates. The estimates stay, labelled, next
+   to the measurements.
+5. Candidates (every variant but the original) are verified in order of measured time, else
+   estimated time, on the CPU executor against the original (sirius.verify); the first that
+   verifies is chosen. A variant that fails verification is never chosen; with `verify_all`
+   every variant is checked.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass, field
 from sirius.diagnostics import SiriusError
 from sirius.tune import fanout, variants
 from sirius.tune.gpus import Gpu
+from sirius.tune.measure import MeasureConfig, Measured, MeasureInfo
 from sirius.tune.model import Assumptions, ProgramEstimate, estimate_program
 from sirius.tune.variants import Request, Source, VariantResult
 
@@ -35,6 +41,8 @@ class Variant:
     verified: bool | None = None
     verify_note: str = ""
     region_seconds: dict[int, float] = field(default_factory=dict)
+    measured: Measured | None = None
+    measure_note: str = ""
 
     @property
     def label(self) -> str:
@@ -42,7 +50,16 @@ class Variant:
 
     @property
     def seconds(self) -> float:
+        """The estimated time (infinite when the variant was not built)."""
         return self.estimate.seconds if self.estimate is not None else math.inf
+
+    @property
+    def rank(self) -> tuple[int, float]:
+        """The order candidates are verified in: measured ones by their median, then the
+        others by their estimate."""
+        if self.measured is not None:
+            return (0, self.measured.median_s)
+        return (1, self.seconds)
 
 
 @dataclass
@@ -59,6 +76,15 @@ class TuneResult:
     ran_on: str
     seconds: dict[str, float]
     uar: object | None = None  # the UAR the chosen variant was planned on (for the picture)
+    measurement: MeasureInfo = field(default_factory=lambda: MeasureInfo(False, "not asked"))
+    calibration: object | None = None  # calibrate.Calibration of --calibrate
+
+    @property
+    def chosen_by(self) -> str:
+        """"measured time" or "estimate": what ordered the chosen variant first."""
+        if self.chosen is not None and self.chosen.measured is not None:
+            return "measured time"
+        return "estimate"
 
     def default(self) -> Variant | None:
         """The variant `sirius fuse` builds with its defaults (auto, storage split)."""
@@ -79,8 +105,12 @@ def estimate_variant(r: VariantResult, gpu: Gpu, a: Assumptions) -> Variant:
 
 def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs: int = 1,
          use_ray: bool = False, ray_address: str | None = None, verify_all: bool = False,
-         progress: Progress = lambda _: None) -> TuneResult:
-    """Explore, estimate, verify and choose (module docstring)."""
+         progress: Progress = lambda _: None, device=None,
+         measure_config: MeasureConfig | None = None, measure_why: str = "not asked",
+         calibration=None) -> TuneResult:
+    """Explore, estimate, measure (with a GPU `device`), verify and choose (module docstring);
+    `measure_why` says why measurement is on or off, `calibration` is reported as given
+    (`gpu` and `assumptions` already carry its constants)."""
     assumptions = assumptions or Assumptions()
     secs: dict[str, float] = {}
     notes: list[str] = []
@@ -137,17 +167,27 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
                               f"expected {n_regions} (planner not deterministic?)")
     secs["variants"] = time.perf_counter() - t
 
-    # verify in order of estimated time; a candidate re-estimated on its rebuild (below) may
-    # fall behind the next one, so go on while a candidate could still be faster
+    rebuilt: dict[str, tuple] = {}  # label -> (FuseResult, note) of the rebuild here
+    info = MeasureInfo(False, measure_why)
+    if device is not None:
+        t = time.perf_counter()
+        info = _measure(src, baseline, whole, device, measure_config or MeasureConfig(), gpu,
+                        assumptions, rebuilt, notes, measure_why, progress)
+        secs["measure"] = time.perf_counter() - t
+
+    # verify in order of measured, else estimated time; a candidate re-estimated on its
+    # rebuild (below) may fall behind the next one, so go on while one could still be faster
     t = time.perf_counter()
     chosen = chosen_fuse = None
-    for v in sorted((v for v in whole if v.estimate is not None), key=lambda v: v.seconds):
-        if chosen is not None and not verify_all and v.seconds >= chosen.seconds:
+    for v in sorted((v for v in whole if v.estimate is not None), key=lambda v: v.rank):
+        if chosen is not None and not verify_all and v.rank >= chosen.rank:
             break
-        progress(f"verifying {v.label} (estimated {v.seconds * 1e6:.3g} us)")
-        ok, note, res = _verify(src, v, gpu, assumptions)
+        what = (f"measured {v.measured.median_s * 1e6:.3g} us" if v.measured
+                else f"estimated {v.seconds * 1e6:.3g} us")
+        progress(f"verifying {v.label} ({what})")
+        ok, note, res = _verify(src, v, gpu, assumptions, rebuilt)
         v.verified, v.verify_note = ok, note
-        if ok and (chosen is None or v.seconds < chosen.seconds):
+        if ok and (chosen is None or v.rank < chosen.rank):
             chosen, chosen_fuse = v, res
         elif not ok:
             notes.append(f"variant {v.label} failed verification and is not chosen: {note}")
@@ -156,29 +196,95 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
     secs["verify"] = time.perf_counter() - t
     uar = variants.plan_for(src, chosen.result.split_storage if chosen else True, "auto").uar
     return TuneResult(src, gpu, assumptions, baseline, whole, chosen, chosen_fuse, choices,
-                      notes, ran_on, secs, uar)
+                      notes, ran_on, secs, uar, info, calibration)
 
 
-def _verify(src: Source, v: Variant, gpu: Gpu, a: Assumptions):
-    """Rebuild `v` in this process and verify it against the original on the CPU executor:
-    (ok, note, FuseResult). Code generation should rebuild the module the worker estimated;
-    when it does not (seen on deepspeech2 and bert_layer: the fused module differs between
-    processes), the rebuilt module is measured and estimated again and `v` takes its result,
-    so what is verified, reported and written is one program."""
+def _rebuild(src: Source, v: Variant, gpu: Gpu, a: Assumptions, rebuilt: dict):
+    """`v` rebuilt in this process: (FuseResult, note), kept in `rebuilt`. Code generation
+    should rebuild the module the worker estimated; when it does not (seen on deepspeech2 and
+    bert_layer: the fused module differs between processes), the rebuilt module is counted
+    and estimated again and `v` takes its result, so what is measured, verified, reported and
+    written is one program. SiriusError when the rebuild fails."""
+    if v.label in rebuilt:
+        return rebuilt[v.label]
+    req = Request(src, v.label, v.result.split_storage, v.result.choices)
+    again, res = variants.build(req, measure=False)
+    remeasured = ""
+    if again.ir_sha != v.result.ir_sha:
+        again, res = variants.build(req)
+        old = v.seconds
+        fresh = estimate_variant(again, gpu, a)
+        v.result, v.estimate, v.region_seconds = again, fresh.estimate, fresh.region_seconds
+        remeasured = (f"; the rebuilt fused module differed from the worker's (code "
+                      f"generation not deterministic across processes): re-measured, "
+                      f"estimate {old * 1e6:.3g} -> {v.seconds * 1e6:.3g} us")
+    rebuilt[v.label] = (res, remeasured)
+    return rebuilt[v.label]
+
+
+def _measure(src: Source, baseline: Variant, whole: list[Variant], device, config, gpu: Gpu,
+             a: Assumptions, rebuilt: dict, notes: list[str], why: str,
+             progress: Progress) -> MeasureInfo:
+    """Time the original and every built variant on `device` (measure.py), one bench for all;
+    variants that are one program (same device IR and host program) are timed once."""
+    from sirius.runtime.gpu.bench import BenchProgram
+    from sirius.runtime.gpu.driver import GpuError
+    from sirius.tune.measure import measure_programs
+
+    s = variants.session(src)
+    o = s.original
+    sides: dict[str, BenchProgram] = {}
+    side_of: dict[str, str] = {}   # variant label -> the side that times its program
+    keys: dict[tuple, str] = {}
+    for v in [baseline] + whole:
+        if v.estimate is None:
+            continue
+        if v.result.original:
+            host, program = o.host, o.program
+        else:
+            try:
+                res, _ = _rebuild(src, v, gpu, a, rebuilt)
+            except SiriusError as e:
+                v.measure_note = f"not measured: the rebuild failed: {e.message}"
+                continue
+            host, program = res.host, _DeviceIR(res.device_ir, tuple(res.files))
+        key = (v.result.ir_sha, repr(host))
+        if key not in keys:
+            keys[key] = v.label
+            sides[v.label] = BenchProgram(host, program, tuple(o.kernels), dict(s.dtypes))
+        side_of[v.label] = keys[key]
+    name = device.info.name
+    progress(f"measuring {len(sides)} program(s) on {name}")
+    try:
+        got, method, bench_notes = measure_programs(sides, device, config, src.seed, progress)
+    except GpuError as e:
+        notes.append(f"GPU measurement failed, the choice uses the estimates: {e.message}")
+        return MeasureInfo(False, f"{why}; the measurement failed: {e.message}",
+                           device.info.to_json(), "", config)
+    notes += [f"measurement: {n}" for n in bench_notes]
+    for v in [baseline] + whole:
+        if v.label in side_of:
+            v.measured = got[side_of[v.label]]
+            if side_of[v.label] != v.label:
+                v.measure_note = f"the same program as {side_of[v.label]}, timed once"
+    return MeasureInfo(True, why, device.info.to_json(), method, config)
+
+
+@dataclass(frozen=True)
+class _DeviceIR:
+    """What GpuDevice.load_module needs of a fused program: its device IR."""
+
+    device_ir: str
+    files: tuple
+
+
+def _verify(src: Source, v: Variant, gpu: Gpu, a: Assumptions, rebuilt: dict):
+    """Rebuild `v` in this process (or take its rebuild from `rebuilt`) and verify it against
+    the original on the CPU executor: (ok, note, FuseResult)."""
     from sirius.verify.differential import ORDERS, verify_fused
 
-    req = Request(src, v.label, v.result.split_storage, v.result.choices)
     try:
-        again, res = variants.build(req, measure=False)
-        remeasured = ""
-        if again.ir_sha != v.result.ir_sha:
-            again, res = variants.build(req)
-            old = v.seconds
-            fresh = estimate_variant(again, gpu, a)
-            v.result, v.estimate, v.region_seconds = again, fresh.estimate, fresh.region_seconds
-            remeasured = (f"; the rebuilt fused module differed from the worker's (code "
-                          f"generation not deterministic across processes): re-measured, "
-                          f"estimate {old * 1e6:.3g} -> {v.seconds * 1e6:.3g} us")
+        res, remeasured = _rebuild(src, v, gpu, a, rebuilt)
     except SiriusError as e:
         return False, f"rebuild failed: {e.message}", None
     report = verify_fused(res.original, res, seed=src.seed, orders=ORDERS)

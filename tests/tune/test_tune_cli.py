@@ -22,11 +22,21 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAIN = str(ROOT / "kernels" / "elementwise_chain.cu")
 
 
-def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys):
+def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys, monkeypatch):
+    from sirius.runtime.gpu import GpuUnavailable
+    from sirius.runtime.gpu import device as gpu_device
+
+    def no_gpu(ordinal: int = 0):
+        raise GpuUnavailable("no driver here (test)")
+
+    monkeypatch.setattr(gpu_device, "load_driver", no_gpu)  # --measure auto: off, and why
     out = tmp_path / "out"
     assert main(["tune", CHAIN, "-o", str(out), "--jobs", "2", "-q"]) == 0
     doc = json.loads((out / "tune.json").read_text())
     assert doc["schema"] == "sirius-tune/1" and doc["estimate"] is True
+    assert doc["measured"] is False and doc["chosen_by"] == "estimate"
+    assert doc["measurement"]["why"] == "no GPU can be used here (no driver here (test))"
+    assert doc["variants"][0]["measured"] is None and not (out / "runs.json").exists()
     assert doc["gpu"]["name"] == "H100 SXM" and doc["arch"] == "sm_90"
     labels = [v["label"] for v in doc["variants"]]
     assert labels[:4] == ["auto", "vertical", "horizontal", "unfused"]
@@ -54,7 +64,8 @@ def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys):
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert "ESTIMATE" in html and "http" not in html.split("<body>")[0]
     md = (out / "report.md").read_text()
-    assert "Chosen: auto" in md and "launch-bound" in md
+    assert "Chosen: auto** (by estimate)" in md and "launch-bound" in md
+    assert "No GPU measurement: no GPU can be used here (no driver here (test))" in md
     assert sorted(p.name for p in (out / "chosen").iterdir()) == \
         ["fused.ll", "fused.ptx", "plan.json", "report.md"]
     plan = json.loads((out / "chosen" / "plan.json").read_text())
