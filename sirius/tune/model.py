@@ -4,7 +4,8 @@
 
     DRAM time    = DRAM bytes / bandwidth            x slowdown(DRAM warps)
     compute time = sum over precisions p of FLOPs_p / peak_p   x slowdown(issue warps)
-    issue time   = instructions x SASS-per-IR / issue rate     x slowdown(issue warps)
+    issue time   = instructions x SASS-per-IR / (issue rate x issue-rate factor)
+                                                     x slowdown(issue warps)
 
 Inputs and how executor counts become them (sirius/tune/counts.py measures them):
 
@@ -32,6 +33,9 @@ Inputs and how executor counts become them (sirius/tune/counts.py measures them)
   `issue_warps_per_sm` resident warps per SM (instructions, FLOPs: 4 per scheduler to cover the
   ~4-cycle dependent-issue latency) or `dram_warp_fraction` of the SM's warp slots (DRAM), and
   scales linearly below that. Both are assumptions, stated in every report.
+
+Launch overhead, DRAM bandwidth and the issue-rate factor (1.0 by default) can be fitted to GPU
+measurements (calibrate.py, `--calibrate`).
 
 Every `Estimate` keeps its terms and names the bound: the largest of launch overhead, DRAM,
 compute and issue, with its share of the total.

@@ -184,3 +184,30 @@ def test_the_error_per_kernel_by_hand():
     # launches that are not the counted ones (another order, another count): no errors
     swapped = Measured(40e-6, 39e-6, 41e-6, 3, "", "GPU", m.launches[::-1][:2])
     assert kernel_errors(est, swapped) == []
+
+
+@pytest.mark.gpu
+def test_measure_on_a_real_gpu(tmp_path):
+    """On a real GPU (skipped without pycuda, a device or clang-22): the measured times are
+    positive and ordered (p10 <= median <= p90), every kernel has an error, runs.json loads.
+    No figure is asserted: what the GPU takes is what this test reports, not what it checks."""
+    import shutil
+
+    from sirius.runtime.gpu import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"no usable GPU here: {reason}")
+    if shutil.which("clang-22") is None:
+        pytest.skip("no clang-22 to compile the program here")
+    out = tmp_path / "out"
+    assert main(["tune", CHAIN, "-o", str(out), "--measure", "on", "--jobs", "1",
+                 "--runs", "20", "-q"]) == 0
+    doc = json.loads((out / "tune.json").read_text())
+    assert doc["measured"] and doc["chosen_by"] == "measured time"
+    for v in [doc["baseline"]] + doc["variants"]:
+        m = v["measured"]
+        assert m is not None and 0 < m["p10_s"] <= m["median_s"] <= m["p90_s"]
+        assert v["kernels_measured"] and all(k["measured_s"] > 0
+                                             for k in v["kernels_measured"])
+    assert load_runs(out / "runs.json").measurements
