@@ -61,7 +61,7 @@ def test_warp_shuffles(order):
     assert_bitwise(r.final["d_oi"].reshape(8, 128), shuffle_ref(inputs["d_ai"]), "int shuffles")
     assert_bitwise(r.final["d_of"].reshape(8, 128), shuffle_ref(inputs["d_af"]),
                    "float shuffles")
-    assert [s.stats.mode for s in r.launches] == ["fibers", "fibers"]
+    assert [s.stats.mode for s in r.launches] == ["loops", "loops"]
 
 
 # ---- warp votes --------------------------------------------------------------------------------

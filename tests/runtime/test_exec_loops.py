@@ -1,7 +1,8 @@
 """Barrier kernels as work-item loops (sirius/runtime/cpu/wiloop.py): values live across
 barriers, barriers in loops and under uniform and thread-dependent branches, checked against
 numpy in every order, and against the fiber path (`CpuDevice(loops=False)`): the same outputs
-and the same counters; warp operations stay on fibers; a divergent barrier is the same fault."""
+and the same counters; warp operations (shuffles, votes, activemask, divergent lanes) as work-item
+loops too, the same as on fibers; a divergent barrier is the same fault."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def reference(x: np.ndarray, steps: int = 5) -> tuple[np.ndarray, np.ndarray, np
 def test_live_values_and_branches_against_numpy(order):
     x = np.random.default_rng(11).integers(-60, 60, NB * B).astype(np.int32)
     fibers, loops = both(PROGRAM, order, {"d_in": x})
-    assert [s.stats.mode for s in loops.launches] == ["loops", "loops", "fibers"]
+    assert [s.stats.mode for s in loops.launches] == ["loops", "loops", "loops"]
     assert [s.stats.mode for s in fibers.launches] == ["fibers"] * 3
     a, b, c = reference(x)
     assert loops.final["d_a"].tolist() == a.tolist()
@@ -78,6 +79,23 @@ def test_corpus_barrier_programs_same_as_fibers(name):
             assert np.array_equal(fibers.final[k], loops.final[k], equal_nan=True), (name, k)
 
 
+@pytest.mark.parametrize("name", ["block_reduce.cu", "programs/warp_shuffle.cu",
+                                  "programs/warp_vote.cu", "programs/warp_divergent.cu",
+                                  "programs/fp16_ops.cu"])
+def test_warp_programs_same_as_fibers(name):
+    """Kernels with warp operations run as work-item loops (the continuation stops at each
+    warp operation; the runtime completes it for the warp): the same bytes and counters as the
+    fiber scheduler, converged warps and divergent ones, in every order."""
+    for order in ORDERS:
+        fibers, loops = both(name, order)
+        assert [s.stats.mode for s in fibers.launches if s.stats.mode != "fast"] and \
+            all(s.stats.mode in ("fibers", "fast") for s in fibers.launches), name
+        assert "loops" in {s.stats.mode for s in loops.launches}, name
+        assert counters(loops) == counters(fibers), (name, order)
+        for k in fibers.final:
+            assert np.array_equal(fibers.final[k], loops.final[k], equal_nan=True), (name, k)
+
+
 @pytest.mark.parametrize("order", ["forward", "reverse"])
 def test_divergent_barrier_same_fault_as_fibers(order):
     program, kernels, host = analysed("programs/divergent_barrier.cu")
@@ -94,5 +112,5 @@ def test_divergent_barrier_same_fault_as_fibers(order):
 def test_bounds_checks_see_local_arrays_in_frames():
     # the volatile local array lives in the thread's frame: checked accesses to it are fine
     r = run(PROGRAM, check_bounds=True)
-    assert [s.stats.mode for s in r.launches] == ["loops", "loops", "fibers"]
+    assert [s.stats.mode for s in r.launches] == ["loops", "loops", "loops"]
     assert r.final["d_a"].tolist() == reference(r.initial["d_in"])[0].tolist()

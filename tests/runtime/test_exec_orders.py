@@ -96,7 +96,7 @@ def test_block_reduce_counters():
     # pass 2: one block of 128 threads, 79 of which load a partial
     assert (second.global_load_bytes, second.global_store_bytes, second.barriers) == \
         (79 * 4, 4, 1)
-    assert first.mode == second.mode == "fibers"
+    assert first.mode == second.mode == "loops"
     # lane 0 of each warp stores its warp's sum into the shared array
     assert first.shared_store_bytes == 79 * (256 // 32) * 4
     assert second.shared_store_bytes == 128 // 32 * 4

@@ -538,11 +538,10 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         why = next((st.rejected[f] for f in sorted(r) if f in st.rejected), None)
         why = why or next((st.rejected[f"@{f}"] for f in sorted(r) if f"@{f}" in st.rejected),
                           None)
-        # work-item loops: barriers in the kernel itself, no warp operations, no cooperation in
+        # work-item loops: barriers and warp operations in the kernel itself, no cooperation in
         # the functions it calls (wiloop.transform may still decline: fibers then)
         lw = None
-        if loops and why is None and fn.name in st.barriers and fn.name not in st.warps \
-                and not (r - {fn.name}) & st.fibers:
+        if loops and why is None and fn.name in st.fibers and not (r - {fn.name}) & st.fibers:
             lo, hi = spans[fn.name]
             lw = wiloop.transform(fn, out[lo:hi], view.struct_bodies)
         if lw is not None:
@@ -564,6 +563,8 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         f"@__sirius_smem = global [{smem_bytes} x i8] zeroinitializer, align 64",
         "declare i32 @sirius_rt_barrier(ptr, i32, i32, i32, i32, i32)",
         "declare i32 @sirius_rt_warp(ptr, i32, i32, i32, i32, i32, i32)",
+        "declare void @sirius_rt_warp_arrive(ptr, i32, i32, i32, i32, i32, i32)",
+        "declare i32 @sirius_rt_warp_result(ptr)",
         "declare void @sirius_rt_access(ptr, ptr, i32, i32, i32)",
         "declare i32 @sirius_rt_vprintf(ptr, ptr)",
         *st.externs.values(),

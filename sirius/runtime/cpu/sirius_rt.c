@@ -181,6 +181,7 @@ struct worker {
     size_t frames_cap;
     fctx sched;
     int cur;          // fiber running, -1 outside fiber mode
+    int loop_cur;     // MODE_LOOPS: the thread being called (its warp operation's record)
     jmp_buf jb;       // fast path fault exit
     sigjmp_buf sig_jb;  // where a caught signal returns to (worker_main)
     volatile sig_atomic_t armed;  // 1 while a signal in this thread is a fault of the launch
@@ -339,6 +340,22 @@ uint32_t sirius_rt_warp(sirius_ctx *c, int32_t op, uint32_t mask, uint32_t val, 
     return f->wresult;
 }
 
+// MODE_LOOPS: a continuation stops at a warp operation. It records the operation here for the
+// thread being called (as sirius_rt_warp does for a fiber) and returns its site + 1; when the
+// thread is called again at that site, sirius_rt_warp_result gives the operation's result.
+void sirius_rt_warp_arrive(sirius_ctx *c, int32_t op, uint32_t mask, uint32_t val, uint32_t b,
+                           uint32_t cc, int32_t site) {
+    worker *w = c->w;
+    fiber *f = &w->fibers[w->loop_cur];
+    f->state = AT_WARP;
+    f->wop = op; f->wmask = mask; f->wval = val; f->wb = b; f->wc = cc; f->wsite = site;
+}
+
+uint32_t sirius_rt_warp_result(sirius_ctx *c) {
+    worker *w = c->w;
+    return w->fibers[w->loop_cur].wresult;
+}
+
 static void complete_warp(worker *w, int warp0, uint32_t present) {
     fiber *F = w->fibers + warp0;
     for (int l = 0; l < 32; ++l) {
@@ -440,6 +457,30 @@ static int release(worker *w) {
     return 0;
 }
 
+// MODE_LOOPS: complete, at once, the warp operation of every warp whose live lanes all wait at
+// one site (the common, converged case). Any schedule of the fiber scheduler completes each of
+// them with the same lanes (no other lane can join it, none can leave), and warps share nothing
+// a warp operation reads; the other cases go through release(), one operation at a time.
+static int release_converged_warps(worker *w) {
+    int n = w->nthreads, done = 0;
+    for (int warp0 = 0; warp0 < n; warp0 += 32) {
+        fiber *F = w->fibers + warp0;
+        int lanes = n - warp0 < 32 ? n - warp0 : 32, site = -1, ok = 1;
+        uint32_t group = 0;
+        for (int l = 0; l < lanes && ok; ++l) {
+            if (F[l].state == EXITED) continue;
+            if (F[l].state != AT_WARP || (site >= 0 && F[l].wsite != site)) ok = 0;
+            site = F[l].wsite;
+            group |= 1u << l;
+        }
+        if (ok && group) {
+            complete_warp(w, warp0, group);
+            ++done;
+        }
+    }
+    return done;
+}
+
 static void report_stuck(worker *w) {
     launch_desc *d = w->d;
     int waiting = 0, exited = 0, site = 0, at_warp = 0;
@@ -526,16 +567,22 @@ static void run_block_loops(worker *w) {
     }
     if (setjmp(w->jb)) return;
     for (;;) {
-        int ran = 0, waiting = 0;
-        make_order(w->perm, (uint32_t)n, d->order, &w->rng);
+        int ran = 0, waiting = 0, warps = 0;
+        // forward and reverse need no table (make_order would write the same one each round)
+        if (d->order == ORDER_RANDOM) make_order(w->perm, (uint32_t)n, d->order, &w->rng);
         for (int k = 0; k < n; ++k) {
-            int i = (int)w->perm[k];
+            int i = d->order == ORDER_FORWARD ? k : d->order == ORDER_REVERSE ? n - 1 - k
+                  : (int)w->perm[k];
             fiber *f = &w->fibers[i];
             if (f->state != RUN) continue;
             memcpy(w->ctx->tid, f->tid, sizeof f->tid);
+            w->loop_cur = i;
             uint32_t r = fn(d->args, w->frames + (size_t)i * d->frame_bytes, f->resume);
             if (r == 0) {
                 f->state = EXITED;
+            } else if (f->state == AT_WARP) {  // sirius_rt_warp_arrive recorded it
+                f->resume = r;
+                warps = 1;
             } else {
                 f->state = AT_BARRIER;
                 f->bar_id = 0;
@@ -548,10 +595,14 @@ static void run_block_loops(worker *w) {
             }
             ran = 1;
         }
-        if (!ran) {
+        // After a round every thread waits or has exited (each ran to its next stop). With
+        // barriers only, the fiber scheduler's empty round (one more random draw) comes first,
+        // so the orders are the fiber scheduler's; with warp operations it is skipped.
+        if (!ran || warps) {
             int live = 0;
             for (int i = 0; i < n; ++i) live += w->fibers[i].state != EXITED;
             if (!live) return;
+            if (release_converged_warps(w)) continue;
             if (!release(w)) {
                 report_stuck(w);
                 w->faulted = 1;

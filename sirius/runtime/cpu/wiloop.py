@@ -42,6 +42,8 @@ _DEF = re.compile(r'\s*(%(?:"(?:[^"\\]|\\.)*"|[-\w.$]+)) = ')
 _LABEL = re.compile(r'^("(?:[^"\\]|\\.)*"|[-\w.$]+):')
 _BARRIER = re.compile(r"call i32 @sirius_rt_barrier\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
                       r"i32 (\d+), i32 (\S+), i32 (\S+)\)")
+_WARP = re.compile(r"call i32 @sirius_rt_warp\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
+                   r"i32 (\S+), i32 (\S+), i32 (\S+), i32 (\d+)\)")
 _META = re.compile(r", !(?:[\w.]+) !\d+")
 # pure instructions a resume point may recompute (their operands permitting)
 _PURE = {"getelementptr", "bitcast", "addrspacecast", "zext", "sext", "trunc", "add", "sub",
@@ -84,6 +86,12 @@ def _blocks(body: list[str], entry: str) -> list[_Block] | None:
         else:
             blocks[-1].lines.append(raw)
     return blocks
+
+
+def _stop(line: str) -> int | None:
+    """The site of a barrier or warp operation (where a continuation stops), or None."""
+    m = _BARRIER.search(line) or _WARP.search(line)
+    return int(m.group(3) if m.re is _BARRIER else m.group(6)) if m else None
 
 
 def _def(line: str) -> str | None:
@@ -228,6 +236,8 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                         d in _uses(other, {d}) for other in everything if other is not line)):
                     return None  # a named, counted or reducing barrier: fibers
                 barriers += 1
+            elif _WARP.search(line):
+                barriers += 1
     if not barriers:
         return None
 
@@ -237,9 +247,9 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
     for b in blocks:
         live = set(live_out[b.label])
         for line in reversed(b.lines):
-            bm = _BARRIER.search(line)
-            if bm:
-                live_at[int(bm.group(3))] = set(live)
+            s = _stop(line)
+            if s is not None:
+                live_at[s] = set(live) - {_def(line)}
             d = _def(line)
             if d is not None:
                 live.discard(d)
@@ -301,7 +311,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
 
     def tmp() -> str:
         uid[0] += 1
-        return f"%__w{uid[0]}"
+        return f"%__wi.t{uid[0]}"
 
     def replace(line: str, name: str, new: str, lo: int = 0, hi: int | None = None) -> str:
         hi = len(line) if hi is None else hi
@@ -325,10 +335,8 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
     last_part: dict[str, str] = {}
     for b in blocks:
         last_part[b.label] = b.label
-        n = sum(1 for line in b.lines if _BARRIER.search(line))
-        if n:
-            sites = [int(_BARRIER.search(line).group(3)) for line in b.lines
-                     if _BARRIER.search(line)]
+        sites = [s for s in map(_stop, b.lines) if s is not None]
+        if sites:
             last_part[b.label] = f"__wi.after.{sites[-1]}"
     tail_loads: dict[str, list[str]] = {b.label: [] for b in blocks}
     phi_fixed: dict[tuple[int, int], str] = {}  # (block, line) -> the phi rewritten
@@ -409,15 +417,25 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if k < nphi:
                 out.append(phi_fixed.get((id(b), k), line))
                 continue
-            bm = _BARRIER.search(line)
-            if bm:
-                s = int(bm.group(3))
+            s = _stop(line)
+            if s is not None:
+                warp = _WARP.search(line)
+                if warp:  # record the operation for the runtime; its result comes at resume
+                    pre, line = load_uses(line)
+                    out += pre
+                    out.append("  call void @sirius_rt_warp_arrive("
+                               + line[line.index("@sirius_rt_warp(") + 16:])
                 for v in sorted(live_at[s] - remat):
                     p, g = frame_ptr(offsets[v])
                     t = tmp()
                     out += [f"  {t} = load {types[v]}, ptr {slot[v]}", g,
                             f"  store {types[v]} {t}, ptr {p}"]
                 out += [f"  ret i32 {s + 1}", f"__wi.after.{s}:"]
+                if warp and d is not None:
+                    out.append(f"  {_ref(d)} = call i32 @sirius_rt_warp_result("
+                               "ptr @__sirius_ctx)")
+                    if d in demoted:
+                        out.append(f"  store i32 {_ref(d)}, ptr {slot[d]}")
                 continue
             pre, line = load_uses(line)
             out += pre
