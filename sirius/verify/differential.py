@@ -1,7 +1,8 @@
 """Differential verification of a fused program: run the original (forward order, the
-reference; and once more in reverse order, to know whether the original is itself
-deterministic) and the fused program under several block/thread orders on the CPU executor, with
-the same seeded inputs, and compare what they leave in the observable buffers (docs/verify.md).
+reference; and once more in reverse order when a fused run differs from it, to know whether the
+original is itself deterministic there) and the fused program under several block/thread
+orders on the CPU executor, with the same seeded inputs, and compare what they leave in the
+observable buffers (docs/verify.md).
 
 ```python
 rep = verify_fused(original, fused, seed=7, orders=("forward", "reverse", "random:1"))
@@ -68,9 +69,11 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
                  fail_fast: bool = False,
                  launch_progress: Callable[[str], None] | None = None,
                  keep: Collection[str] = ()) -> VerifyReport:
-    """Run `original` in each of `original_orders` (no bounds checks; the first is the
-    reference) and `fused` under every order of `orders`, on the same seeded inputs, and
-    compare the observable buffers.
+    """Run `original` in the first of `original_orders` (no bounds checks; the reference) and
+    `fused` under every order of `orders`, on the same seeded inputs, and compare the
+    observable buffers. The original runs in the other `original_orders` only when a fused run
+    differs from the reference in some buffer (a second run that every fused run agrees with
+    would change nothing), and then before that difference is reported.
 
     A buffer the original's own runs leave different is order-dependent (a race, colliding
     writes): the fused run is compared with the original run in the same order there, and a
@@ -116,7 +119,10 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     rows: dict[str, list[VerifyRow]] = {}
     faults: dict[str, str] = {}
     dependent: dict[str, OrderDependence] = {}
-    asked = set(original_orders)
+    asked = {first}
+    # the other original orders, once a fused run differs somewhere (--fail-fast: at once, so
+    # that the first difference can be judged as soon as it is seen)
+    second: list[str] = list(others) if fail_fast else []
 
     def compare_order(order: str) -> bool:
         """Rows of a finished fused run, once the originals it needs are there."""
@@ -148,6 +154,15 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
             rs.append(_row(order, name, want, have, exact,
                            reference=order if same_order else first,
                            checkable=not same_order, through=c.versions, kept=taken))
+        if any(r.failed for r in rs) and others and not second:
+            second.extend(others)  # is it the original's own order-dependence? run it again
+            for o in others:
+                if o not in asked:
+                    asked.add(o)
+                    runner.submit(RunSpec("original", o), "running the original program again "
+                                  f"({o} order): the fused {order} run differs; is the "
+                                  "original deterministic?")
+            return False
         rows[order] = rs
         bad = sum(r.failed for r in rs)
         say(f"  {order}: " + (f"{bad} of {len(names)} buffers differ" if bad else "ok"))
@@ -157,7 +172,8 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     with runner:
         runner.submit(RunSpec("original", first), f"running the original program ({first} "
                       f"order, seed {seed})")
-        for order in others:
+        for order in second:
+            asked.add(order)
             runner.submit(RunSpec("original", order), "running the original program again "
                           f"({order} order): is it deterministic?")
         for order in orders:
@@ -169,18 +185,22 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
             if spec.side == "original":
                 out.raise_error()  # the reference must run
                 originals[spec.order] = out
-                if spec.order in original_orders and \
-                        all(o in originals for o in original_orders):
-                    for o in others:
+                if spec.order in second and all(o in originals for o in second):
+                    for o in second:
                         for d in _order_dependence(originals[first], originals[o], names,
                                                    exact):
                             dependent.setdefault(d.buffer, d)
                     if dependent:
                         say("  the original is order-dependent in " + ", ".join(dependent))
+                        # the orders compared before this was known: again, same-order there
+                        again = [o for o in rows if o not in faults]
+                        for o in again:
+                            del rows[o]
+                        waiting = again + waiting
             else:
                 got[spec.order] = out
                 waiting.append(spec.order)
-            if not all(o in originals for o in original_orders):
+            if first not in originals or not all(o in originals for o in second):
                 continue
             waiting = [o for o in waiting if not compare_order(o)]
             if fail_fast and (faults or any(r.failed for rs in rows.values() for r in rs)):
@@ -200,7 +220,8 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     return VerifyReport(tuple(r for o in done for r in rows[o]),
                         tuple((o, faults[o]) for o in done if o in faults), seed, tuple(orders),
                         exact, check_bounds, tuple(names), rule, len(ref.launches), launches,
-                        time.perf_counter() - t0, tuple(original_orders),
+                        time.perf_counter() - t0, tuple(o for o in original_orders
+                                                        if o in originals),
                         tuple(dependent.values()), Counters.of(ref.launches), fused_counts,
                         seen.compared, seen.skipped, tuple(runner.notes), runner.workers,
                         tuple(o for o in orders if o not in rows),

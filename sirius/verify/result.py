@@ -220,6 +220,10 @@ class VerifyReport:
         if len(self.original_orders) > 1:
             lines.append(f"original run in {runs} order: " +
                          ("order-dependent" if self.order_dependent else "deterministic"))
+        else:
+            lines.append(f"original run once ({runs} order): every fused run agreed with it, "
+                         "so its determinism was not checked (a second run is made when one "
+                         "differs)" if not self.failed() else f"original run once ({runs} order)")
         lines += [f"seed {self.seed}; compared: {self.output_rule}; "
                   f"check bounds: {'on' if self.check_bounds else 'off'}",
                   f"tolerance: {tolerance_text(self.exact)}"]

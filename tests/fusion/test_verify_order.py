@@ -113,11 +113,40 @@ def test_a_fusion_error_is_still_blamed_when_the_original_races() -> None:
     assert "verdict: NOT OK" in rep.render()
 
 
-def test_deterministic_original_is_checked_once_more_only() -> None:
-    # elementwise chain: deterministic, so nothing is order-dependent and every row is checkable
+def test_original_runs_once_when_every_fused_order_agrees() -> None:
+    # elementwise chain: every fused order agrees with the forward original, so the original
+    # is not run again (issue 16 item 7: the original once, the fused orders in parallel)
     res = fused(str(ROOT / "kernels" / "elementwise_chain.cu"))
     lines: list[str] = []
-    rep = verify_fused(res.original, res, seed=7, orders=("reverse",), progress=lines.append)
+    rep = verify_fused(res.original, res, seed=7, orders=("forward", "reverse", "random:3"),
+                       progress=lines.append)
     assert rep.ok and rep.order_dependent == () and all(r.checkable for r in rep.rows)
-    assert sum(line.startswith("running the original program") for line in lines) == 2
+    assert sum(line.startswith("running the original program") for line in lines) == 1
+    assert rep.original_orders == ("forward",)
+    assert "original run once (forward order): every fused run agreed with it" in rep.render()
+
+
+def test_a_difference_runs_the_original_again_before_it_is_blamed() -> None:
+    # a planted wrong scalar in the fused program: the fused runs differ from the reference, so
+    # the original runs once more (reverse) to rule out its own order-dependence; it is
+    # deterministic, so the difference is a mismatch
+    from sirius.pipeline import fuse
+
+    res = fuse([str(ROOT / "kernels" / "elementwise_chain.cu")], passes=())  # (see below)
+    (launch,) = res.host.launches()
+    n = max(a.value.const for a in launch.args
+            if isinstance(a, ScalarArg) and isinstance(a.value, Expr) and a.value.is_const)
+    args = tuple(ScalarArg(a.type, Expr(n - 96)) if isinstance(a, ScalarArg) and
+                 a.value == Expr(n) else a for a in launch.args)
+    assert args != launch.args
+    bad = dataclasses.replace(res, host=dataclasses.replace(
+        res.host, ops=tuple(dataclasses.replace(launch, args=args) if op is launch else op
+                            for op in res.host.ops)))
+    lines: list[str] = []
+    rep = verify_fused(res.original, bad, seed=7, orders=("forward", "reverse"),
+                       progress=lines.append)
+    assert not rep.ok and rep.status == "mismatch" and rep.order_dependent == ()
+    assert rep.original_orders == ("forward", "reverse")
+    assert sum(line.startswith("running the original program again (reverse order)")
+               for line in lines) == 1
     assert "original run in forward and reverse order: deterministic" in rep.render()
