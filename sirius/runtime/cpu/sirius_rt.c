@@ -182,6 +182,11 @@ struct worker {
     fctx sched;
     int cur;          // fiber running, -1 outside fiber mode
     int loop_cur;     // MODE_LOOPS: the thread being called (its warp operation's record)
+    // MODE_LOOPS, per warp of the block (at most 32): lanes not exited; lanes that stopped at
+    // a warp operation in this round, the site of the first, and whether the sites differ
+    uint32_t wlive[32], warr[32];
+    int32_t wsite[32];
+    uint8_t wmixed[32];
     jmp_buf jb;       // fast path fault exit
     sigjmp_buf sig_jb;  // where a caught signal returns to (worker_main)
     volatile sig_atomic_t armed;  // 1 while a signal in this thread is a fault of the launch
@@ -565,6 +570,13 @@ static void run_block_loops(worker *w) {
         f->state = RUN;
         f->resume = 0;
     }
+    int nwarps = (n + 31) / 32;
+    for (int k = 0; k < nwarps; ++k) {
+        int lanes = n - 32 * k < 32 ? n - 32 * k : 32;
+        w->wlive[k] = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1;
+        w->warr[k] = 0;
+        w->wmixed[k] = 0;
+    }
     if (setjmp(w->jb)) return;
     for (;;) {
         int ran = 0, waiting = 0, warps = 0;
@@ -580,9 +592,14 @@ static void run_block_loops(worker *w) {
             uint32_t r = fn(d->args, w->frames + (size_t)i * d->frame_bytes, f->resume);
             if (r == 0) {
                 f->state = EXITED;
+                w->wlive[i >> 5] &= ~(1u << (i & 31));
             } else if (f->state == AT_WARP) {  // sirius_rt_warp_arrive recorded it
                 f->resume = r;
                 warps = 1;
+                int k = i >> 5;
+                if (!w->warr[k]) w->wsite[k] = f->wsite;
+                else if (w->wsite[k] != f->wsite) w->wmixed[k] = 1;
+                w->warr[k] |= 1u << (i & 31);
             } else {
                 f->state = AT_BARRIER;
                 f->bar_id = 0;
@@ -598,6 +615,20 @@ static void run_block_loops(worker *w) {
         // After a round every thread waits or has exited (each ran to its next stop). With
         // barriers only, the fiber scheduler's empty round (one more random draw) comes first,
         // so the orders are the fiber scheduler's; with warp operations it is skipped.
+        if (warps) {
+            // the warps whose live lanes all stopped at one site in this round: complete them
+            // here, without a scan of the block (release_converged_warps' case)
+            int done = 0;
+            for (int k = 0; k < nwarps; ++k) {
+                if (w->warr[k] && !w->wmixed[k] && w->warr[k] == w->wlive[k]) {
+                    complete_warp(w, 32 * k, w->warr[k]);
+                    ++done;
+                }
+                w->warr[k] = 0;
+                w->wmixed[k] = 0;
+            }
+            if (done) continue;
+        }
         if (!ran || warps) {
             int live = 0;
             for (int i = 0; i < n; ++i) live += w->fibers[i].state != EXITED;
