@@ -29,6 +29,11 @@ CHAIN = str(ROOT / "kernels" / "elementwise_chain.cu")
 KERNELS = ("scale", "add_bias", "relu", "square")
 
 
+# the tests of one module share the measured tune (a module fixture): one xdist worker runs
+# them all, so the tune runs once per suite, not once per worker
+pytestmark = pytest.mark.xdist_group("tune_measure")
+
+
 def _no_gpu(ordinal: int = 0):
     raise GpuUnavailable("no driver here (test)")
 
