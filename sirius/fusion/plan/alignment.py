@@ -291,19 +291,26 @@ def check_group(members: Sequence[Member], fused_block: Dim3, ranges: Sequence[i
     maps: dict[int, isl.Map] = {}
     verdicts: list[DepVerdict] = []
     for i, j, dep in deps:
-        key = (id(dep), i, j, tuple(fused_block), fused_grid and tuple(fused_grid),
-               tuple(same_iteration_vars),
-               *((_shape_only(members[m]), ranges[m]) if 0 <= m < len(members) else (m,)
-                 for m in (i, j)))
-        hit = _VERDICTS.get(key)
-        if hit is not None and hit[0] is dep:
-            v = hit[1]
+        shape = (i, j, tuple(fused_block), fused_grid and tuple(fused_grid),
+                 tuple(same_iteration_vars),
+                 *((_shape_only(members[m]), ranges[m]) if 0 <= m < len(members) else (m,)
+                   for m in (i, j)))
+        pairs = _pairs_text(dep, same_iteration_vars) if 0 <= i < len(members) and \
+            0 <= j < len(members) else None
+        if pairs is not None:  # the question by its structure: layers share the answer
+            v = _shared_verdict((pairs, *shape), members, fused_block, ranges, i, j, dep,
+                                same_iteration_vars, fused_grid, maps)
         else:
-            v = _verdict(members, fused_block, ranges, i, j, dep, same_iteration_vars,
-                         fused_grid, maps)
-            if len(_VERDICTS) > 4096:
-                _VERDICTS.clear()
-            _VERDICTS[key] = (dep, v)
+            key = (id(dep), *shape)
+            hit = _VERDICTS.get(key)
+            if hit is not None and hit[0] is dep:
+                v = hit[1]
+            else:
+                v = _verdict(members, fused_block, ranges, i, j, dep, same_iteration_vars,
+                             fused_grid, maps)
+                if len(_VERDICTS) > 4096:
+                    _VERDICTS.clear()
+                _VERDICTS[key] = (dep, v)
         verdicts.append(v)
         if v.level == "illegal":
             problems.append(v.why or "illegal")
@@ -330,6 +337,57 @@ def check_group(members: Sequence[Member], fused_block: Dim3, ranges: Sequence[i
 # (id(dep), i, j, shape, vars, (member, range) of i and j) -> (dep, its verdict); the dep is kept
 # so that its id is not reused while the entry lives
 _VERDICTS: dict[tuple, tuple[Dependence, DepVerdict]] = {}
+# (thread-level pairs as text, i, j, shape, vars, (member, range) of i and j) -> (level, the
+# reason after the dependence's name): the question `_verdict` asks depends on nothing else, and
+# the layers of a model ask it once per layer with other statement and buffer names
+_SHARED: dict[tuple, tuple[str, str | None]] = {}
+# (id(dep), vars) -> (dep, the text of its `instance_pairs`, or None when it has none)
+_PAIRS: dict[tuple, tuple[Dependence, str | None]] = {}
+
+
+def _pairs_text(dep: Dependence, same_vars: Sequence[str]) -> str | None:
+    """`instance_pairs` of a dependence as text (statement names are not in it), or None when
+    it has no thread-level relation or isl cannot give one within budget."""
+    key = (id(dep), tuple(same_vars))
+    hit = _PAIRS.get(key)
+    if hit is not None and hit[0] is dep:
+        return hit[1]
+
+    def text() -> str | None:
+        try:
+            return str(instance_pairs(dep, same_vars))
+        except (AlignmentError, ValueError, KeyError):
+            return None
+
+    got = islutil.bounded(BUDGET, text, None) if _thread_relation(dep) is not None else None
+    if len(_PAIRS) > 4096:
+        _PAIRS.clear()
+    _PAIRS[key] = (dep, got)
+    return got
+
+
+def _dep_name(members: Sequence[Member], i: int, j: int, dep: Dependence) -> str:
+    return f"{dep.kind} on {dep.buffer} ({dep.src} -> {dep.dst}), member {i} " \
+        f"({_short(members[i].kernel)}) -> member {j} ({_short(members[j].kernel)})"
+
+
+def _shared_verdict(key: tuple, members: Sequence[Member], fused_block: Dim3,
+                    ranges: Sequence[int], i: int, j: int, dep: Dependence,
+                    same_vars: Sequence[str], fused_grid: Dim3 | None,
+                    maps: dict[int, isl.Map]) -> DepVerdict:
+    """`_verdict` through the structural cache, its reason given this dependence's names."""
+    prefix = _dep_name(members, i, j, dep) + ": "
+    hit = _SHARED.get(key)
+    if hit is not None:
+        level, rest = hit
+        return DepVerdict(i, j, dep.kind, dep.buffer, level,
+                          None if rest is None else prefix + rest)
+    v = _verdict(members, fused_block, ranges, i, j, dep, same_vars, fused_grid, maps)
+    if v.why is None or v.why.startswith(prefix):
+        if len(_SHARED) > 4096:
+            _SHARED.clear()
+        _SHARED[key] = (v.level, None if v.why is None else v.why[len(prefix):])
+    return v
 
 
 def _verdict(members: Sequence[Member], fused_block: Dim3, ranges: Sequence[int], i: int,
@@ -340,8 +398,7 @@ def _verdict(members: Sequence[Member], fused_block: Dim3, ranges: Sequence[int]
     if not (0 <= i < n and 0 <= j < n):
         return DepVerdict(i, j, dep.kind, dep.buffer, "illegal",
                           f"{what}: member index out of range")
-    name = f"{what}, member {i} ({_short(members[i].kernel)}) -> member {j} " \
-        f"({_short(members[j].kernel)})"
+    name = _dep_name(members, i, j, dep)
 
     def verdict(level: str, why: str | None = None) -> DepVerdict:
         return DepVerdict(i, j, dep.kind, dep.buffer, level, why)
