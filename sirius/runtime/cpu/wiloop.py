@@ -238,6 +238,8 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 barriers += 1
             elif _WARP.search(line):
                 barriers += 1
+            elif "@sirius_rt_warp(" in line or "@sirius_rt_barrier(" in line:
+                return None  # a stop whose operands this does not parse: fibers
     if not barriers:
         return None
 
