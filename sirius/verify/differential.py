@@ -185,7 +185,8 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
             if spec.side == "original":
                 out.raise_error()  # the reference must run
                 originals[spec.order] = out
-                if spec.order in second and all(o in originals for o in second):
+                if (spec.order in (first, *second) and second
+                        and all(o in originals for o in (first, *second))):
                     for o in second:
                         for d in _order_dependence(originals[first], originals[o], names,
                                                    exact):

@@ -107,3 +107,22 @@ def test_cli_jobs_and_fail_fast_options() -> None:
     assert "runs: 2 worker processes" in proc.stdout
     bad = run_cli("verify", prog, "-j", "0")
     assert bad.returncode == 2 and "'0' is not a number of worker processes" in bad.stderr
+
+
+def test_fail_fast_when_the_originals_finish_out_of_order(monkeypatch) -> None:
+    """Workers finish in any order: the original's second order may be back before its first
+    (CI saw KeyError 'forward'). Reproduced in one process by running the originals last
+    submitted first."""
+    submit = runs.Runner.submit
+
+    def lifo(self, spec, message=""):
+        submit(self, spec, message)
+        if spec.side == "original" and self.pool is None:
+            self.waiting.insert(0, self.waiting.pop())
+
+    monkeypatch.setattr(runs.Runner, "submit", lifo)
+    e, _ = chain()
+    rep = verify_fused(e, dropped_launch(), jobs=1, fail_fast=True)
+    assert rep.status == "mismatch" and rep.failed()
+    assert [(r.order, r.mismatches) for r in rep.rows] == [("forward", N)]
+    assert not rep.order_dependent
