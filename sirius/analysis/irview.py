@@ -197,6 +197,7 @@ def build_view(module: llvm.ModuleRef) -> ModuleView:
         by_addr[_addr(fref)] = f
     # First pass: create every block, argument and instruction so operands can be resolved.
     pending: list[tuple[Instr, llvm.ValueRef]] = []
+    types = _Types()
     for fref in fn_refs:
         f = functions[fref.name]
         if f.is_declaration:
@@ -219,7 +220,7 @@ def build_view(module: llvm.ModuleRef) -> ModuleView:
             for iref in bref.instructions:
                 itext = next(lines, "") or str(iref).strip()
                 m = _DBG_RE.search(itext)
-                ins = Instr("inst", iref.name, str(iref.type), opcode=iref.opcode, block=b,
+                ins = Instr("inst", iref.name, types.of(iref), opcode=iref.opcode, block=b,
                             text=itext, dbg=int(m.group(1)) if m else None)
                 b.instrs.append(ins)
                 by_addr[_addr(iref)] = ins
@@ -229,27 +230,48 @@ def build_view(module: llvm.ModuleRef) -> ModuleView:
             if var:
                 f.var_names.setdefault(m.group(1), var)
     for ins, iref in pending:
-        ins.operands = [_operand(o, by_addr) for o in iref.operands]
+        ins.operands = [_operand(o, by_addr, types) for o in iref.operands]
         if ins.opcode == "phi":
             ins.incoming = [by_addr[_addr(b)] for b in iref.incoming_blocks]  # type: ignore[misc]
     structs = dict(re.findall(r"^(%[-\w.$\"]+) = type (.+)$", text, re.M))
     return ModuleView(functions, globals_, global_texts, structs, debug, text)
 
 
-def _operand(o: llvm.ValueRef, by_addr: dict[int, Value]) -> Value:
-    known = by_addr.get(_addr(o))
+class _Types:
+    """Type texts by the type's address: LLVM types are uniqued per context, so each is printed
+    once per view (the printing is most of the llvmlite calls of a big module's view)."""
+
+    def __init__(self) -> None:
+        self.texts: dict[int, str] = {}
+
+    def of(self, ref: llvm.ValueRef) -> str:
+        t = ref.type
+        key = _addr(t)
+        got = self.texts.get(key)
+        if got is None:
+            self.texts[key] = got = str(t)
+        return got
+
+
+def _operand(o: llvm.ValueRef, by_addr: dict[int, Value], types: _Types) -> Value:
+    addr = _addr(o)
+    known = by_addr.get(addr)
     if known is not None:
         return known
     kind = o.value_kind.name
-    ty = str(o.type)
+    ty = types.of(o)
     if kind == "constant_int":
-        return Const("const", "", ty, value=o.get_constant_value(signed_int=True))
-    if kind == "constant_fp":
-        return Const("const", "", ty, value=float(o.get_constant_value()))
-    if kind == "constant_pointer_null":
-        return Const("null", "", ty, value=0)
-    if kind in ("undef_value", "poison_value"):
-        return Value("undef", "", ty)
-    if kind == "constant_expr":
-        return ConstExpr("constexpr", "", ty, text=str(o))
-    return Value("other", o.name, ty)
+        v: Value = Const("const", "", ty, value=o.get_constant_value(signed_int=True))
+    elif kind == "constant_fp":
+        v = Const("const", "", ty, value=float(o.get_constant_value()))
+    elif kind == "constant_pointer_null":
+        v = Const("null", "", ty, value=0)
+    elif kind in ("undef_value", "poison_value"):
+        v = Value("undef", "", ty)
+    elif kind == "constant_expr":
+        v = ConstExpr("constexpr", "", ty, text=str(o))
+    else:
+        return Value("other", o.name, ty)
+    # constants are uniqued by LLVM too: one immutable view object per constant
+    by_addr[addr] = v
+    return v

@@ -82,6 +82,12 @@ def prime_out(m: isl.Map) -> isl.Map:
     return islutil.primed(m, "out")
 
 
+# Width answers by the question's text (both effects' relations with the statement renamed, the
+# order constraint, both kernels' summaries): shared by every UAR built in this process, so the
+# UAR rebuilt after storage splitting or sync crossing asks isl only about what changed.
+_WIDTHS: dict[tuple, tuple[WidthResult, isl.Map | None]] = {}
+
+
 class DependenceFinder:
     def __init__(self, stmts: list[Statement], effects: dict[str, tuple[Effect, ...]],
                  summaries: dict[str, KernelSummary]):
@@ -92,7 +98,9 @@ class DependenceFinder:
         self._range: dict[int, isl.Set] = {}
         self._dense: dict[int, bool] = {}
         self._text: dict[int, str] = {}
-        self._widths: dict[tuple, tuple[WidthResult, isl.Map | None]] = {}
+        self._widths = _WIDTHS
+        if len(_WIDTHS) > 50_000:
+            _WIDTHS.clear()
 
     # cached views of an effect -----------------------------------------------------------------
     def host(self, st: Statement, e: Effect) -> isl.Map:

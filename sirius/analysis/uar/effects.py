@@ -10,6 +10,7 @@ per (kernel, launch configuration) and moved to the buffers its pointer argument
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -321,9 +322,17 @@ class EffectBuilder:
             if st.kind == "launch":  # the thread dimensions follow the host loop variables
                 rel = islutil.name_dims(rel, "in", st.dims)
             rel = islutil.set_tuple(rel, st.id, self.tuple_of(buffer))
-            box = islutil.bounds(rel.range(), islutil.out_names(rel)[0])
+            box = _byte_box(str(rel.range().reset_tuple_id()))
             effects.append(Effect(buffer, mode, rel, acc.exact, acc.atomic, box))
         return tuple(effects)
+
+
+@functools.lru_cache(maxsize=8192)
+def _byte_box(text: str) -> tuple[int, int] | None:
+    """[min, max] of the bytes of an effect's range, by its text: the launches of a model's
+    layers and the UAR rebuilt after storage splitting ask the same question again."""
+    s = isl.Set(text)
+    return islutil.bounds(s, islutil.names(s, isl.dim_type.set)[0])
 
 
 def _names(constraint: str) -> set[str]:
