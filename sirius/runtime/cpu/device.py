@@ -209,10 +209,15 @@ class CpuDevice:
         tl = (ctypes.c_uint64 * nw)()
         d.trace_ptr = tp
         d.trace_len = tl
+        ranges = 16 * max(1, len(jm.host.sites))
         for e in engines:  # the smem bounds the rewritten code classifies addresses with
             ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM).value = e.smem
             ctypes.c_uint64.from_address(e.ctx + native.CTX_SMEM_SIZE).value = \
                 jm.host.smem_static + smem
+            # the bounds checker's per-site ranges hold for one launch's allocations
+            ctypes.c_uint64.from_address(e.ctx + native.CTX_SITE_RANGE).value = e.site_range
+            if e.site_range:
+                ctypes.memset(e.site_range, 0, ranges)
         self._launches += 1
         rc, seconds = self._run(d, nw, nblocks, nthreads, entry.fibers and not entry.loops,
                                 shown, loc)

@@ -61,6 +61,7 @@ class Engine:
     thread_fns: dict[str, int]
     globals: tuple[int, ...]  # the address of each of HostModule.globals in this engine
     initial: tuple[bytes, ...]  # the initial bytes of each
+    site_range: int = 0  # @__sirius_site_range (instrumented modules): [lo, hi) per access site
 
     def reset(self, which) -> None:
         """The module globals of index in `which` back to their initializers."""
@@ -122,7 +123,9 @@ class JitModule:
                 ctypes.memmove(addrs[i], self._engines[0].globals[i], gs[i].bytes)
             self._engines.append(Engine(ee, obj, ee.get_global_value_address("__sirius_ctx"),
                                         ee.get_global_value_address("__sirius_smem"), fns,
-                                        addrs, initial))
+                                        addrs, initial,
+                                        ee.get_global_value_address("__sirius_site_range")
+                                        if self.instrument else 0))
         return self._engines[:n]
 
     def reset(self) -> None:

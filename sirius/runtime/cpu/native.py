@@ -24,7 +24,7 @@ SOURCE = Path(__file__).with_name("sirius_rt.c")
 CTX_BYTES = 128
 CTX_TID, CTX_NTID, CTX_CTAID, CTX_NCTAID = 0, 12, 24, 36
 CTX_ICOUNT, CTX_GLD, CTX_GST, CTX_SLD, CTX_SST = 48, 56, 64, 72, 80
-CTX_SMEM, CTX_SMEM_SIZE = 96, 104
+CTX_SMEM, CTX_SMEM_SIZE, CTX_SITE_RANGE = 96, 104, 112
 
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 MODE_FAST, MODE_FIBERS, MODE_LOOPS = 0, 1, 2  # LaunchDesc.use_fibers

@@ -91,11 +91,13 @@ typedef struct {
     worker *w;                                      // 88
     char *smem;                                     // 96
     uint64_t smem_size;                             // 104
+    uint64_t *site_range;                           // 112: [lo, hi) per access site
 } sirius_ctx;
 
 _Static_assert(__builtin_offsetof(sirius_ctx, icount) == 48, "ctx layout");
 _Static_assert(__builtin_offsetof(sirius_ctx, w) == 88, "ctx layout");
 _Static_assert(__builtin_offsetof(sirius_ctx, smem_size) == 104, "ctx layout");
+_Static_assert(__builtin_offsetof(sirius_ctx, site_range) == 112, "ctx layout");
 
 typedef void (*thread_fn)(void **args);
 // a work-item-loop kernel: runs one thread from `state` (0: the start, s + 1: after the barrier
@@ -247,15 +249,16 @@ static _Noreturn void leave_block(worker *w) {
 }
 
 // ---- bounds checks and traces (called from instrumented JIT code) ----------------------------
+// The allocation holding [a, a + size), or -1.
 static int in_allocation(launch_desc *d, uint64_t a, uint64_t size) {
     int lo = 0, hi = d->nallocs - 1;
     while (lo <= hi) {
         int mid = (lo + hi) / 2;
         if (a < d->alloc_lo[mid]) hi = mid - 1;
         else if (a >= d->alloc_hi[mid]) lo = mid + 1;
-        else return a + size <= d->alloc_hi[mid];
+        else return a + size <= d->alloc_hi[mid] ? mid : -1;
     }
-    return 0;
+    return -1;
 }
 
 static int on_stack(worker *w, uint64_t a) {
@@ -276,8 +279,21 @@ void sirius_rt_access(sirius_ctx *c, void *p, uint32_t size, uint32_t kind, uint
     launch_desc *d = w->d;
     uint64_t a = (uint64_t)p;
     if (d->check_bounds) {
-        int ok = (a - (uint64_t)c->smem < c->smem_size && a + size <= (uint64_t)c->smem + c->smem_size)
-                 || in_allocation(d, a, size) || on_stack(w, a);
+        // A site's range: the shared memory or the allocation its last access was in. The
+        // rewritten code checks an access against it inline and calls this only when it is
+        // outside (the device clears the ranges at each launch; never filled when tracing,
+        // which must see every access).
+        uint64_t *range = (!d->trace && c->site_range) ? c->site_range + 2 * (uint64_t)site : NULL;
+        int ok = 0, k;
+        if (a - (uint64_t)c->smem < c->smem_size && a + size <= (uint64_t)c->smem + c->smem_size) {
+            ok = 1;
+            if (range) { range[0] = (uint64_t)c->smem; range[1] = (uint64_t)c->smem + c->smem_size; }
+        } else if ((k = in_allocation(d, a, size)) >= 0) {
+            ok = 1;
+            if (range) { range[0] = d->alloc_lo[k]; range[1] = d->alloc_hi[k]; }
+        } else {
+            ok = on_stack(w, a);
+        }
         if (!ok) {
             if (record_fault(w, FAULT_BOUNDS)) {
                 d->fault_addr = a;
