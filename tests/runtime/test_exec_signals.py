@@ -144,11 +144,16 @@ def test_cli_warns_and_stops_on_ctrl_c():
     p = subprocess.Popen([sys.executable, "-m", "sirius.cli", "run", "--jobs", "1",
                           str(program_path(HUGE))], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    warning = p.stderr.readline()
-    time.sleep(1.0)  # the launch runs
-    p.send_signal(signal.SIGINT)
-    t0 = time.perf_counter()
-    out, err = p.communicate(timeout=60)
+    try:
+        warning = p.stderr.readline()
+        time.sleep(1.0)  # the launch runs
+        p.send_signal(signal.SIGINT)
+        t0 = time.perf_counter()
+        out, err = p.communicate(timeout=60)
+    finally:  # never leave a 46-minute launch running behind a failed test
+        if p.poll() is None:
+            p.kill()
+            p.wait()
     assert time.perf_counter() - t0 < 10
     assert p.returncode == 130, err
     assert re.fullmatch(r"\S+huge_launch\.cu:16:9: warning: kernel tiny launches 2,147,483,647 "
