@@ -70,6 +70,10 @@ class KernelAnalyzer:
         self._cfg: dict[str, FunctionCFG] = {}
         self._cache: dict[tuple[str, Binding], KernelSummary] = {}
         self._callees: dict[tuple, KernelSummary] = {}
+        # dependence widths by their question (uar/dependences.py): every UAR built over
+        # these summaries (the one after storage splitting too) shares them; a key names
+        # kernels, so answers never leave this module
+        self.widths: dict[tuple, object] = {}
 
     def _cfg_of(self, fn: Function) -> FunctionCFG:
         cfg = self._cfg.get(fn.name)

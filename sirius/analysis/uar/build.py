@@ -91,7 +91,7 @@ def build_uar(view: ModuleView, infos: list[KernelInfo], program: HostProgram,
     t1 = time.perf_counter()
     summaries = {st.id: launch_effects[st.launch_index].summary for st in stmts
                  if st.launch_index is not None}
-    deps = DependenceFinder(stmts, effects, summaries).run()
+    deps = DependenceFinder(stmts, effects, summaries, kernels.widths).run()
     t2 = time.perf_counter()
     deps += _control_dependences(program, stmts)
     g = nx.MultiDiGraph()

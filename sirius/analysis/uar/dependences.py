@@ -82,15 +82,15 @@ def prime_out(m: isl.Map) -> isl.Map:
     return islutil.primed(m, "out")
 
 
-# Width answers by the question's text (both effects' relations with the statement renamed, the
-# order constraint, both kernels' summaries): shared by every UAR built in this process, so the
-# UAR rebuilt after storage splitting or sync crossing asks isl only about what changed.
-_WIDTHS: dict[tuple, tuple[WidthResult, isl.Map | None]] = {}
-
-
 class DependenceFinder:
     def __init__(self, stmts: list[Statement], effects: dict[str, tuple[Effect, ...]],
-                 summaries: dict[str, KernelSummary]):
+                 summaries: dict[str, KernelSummary],
+                 widths: dict[tuple, tuple[WidthResult, isl.Map | None]] | None = None):
+        """`widths`: answers by the question's text (both effects' relations with the statement
+        renamed, the order constraint, both kernels' summary keys), shared by the UARs built
+        over one device module's summaries (the UAR after storage splitting or sync crossing
+        then asks isl only about what changed). A summary key names a kernel, not its body:
+        the dict must not be shared across modules."""
         self.stmts = stmts
         self.effects = effects
         self.summaries = summaries
@@ -98,9 +98,7 @@ class DependenceFinder:
         self._range: dict[int, isl.Set] = {}
         self._dense: dict[int, bool] = {}
         self._text: dict[int, str] = {}
-        self._widths = _WIDTHS
-        if len(_WIDTHS) > 50_000:
-            _WIDTHS.clear()
+        self._widths = {} if widths is None else widths
 
     # cached views of an effect -----------------------------------------------------------------
     def host(self, st: Statement, e: Effect) -> isl.Map:
