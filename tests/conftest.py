@@ -36,3 +36,20 @@ def pytest_collection_modifyitems(session, config, items):
         if item.nodeid.startswith(SHARED_FUSION) and isinstance(params.get("name"), str):
             item.add_marker(pytest.mark.xdist_group(Path(params["name"]).name))
     items.sort(key=lambda item: item.nodeid in LAST)
+
+
+# Ctrl-C tests need SIGINT handled as a fresh Python process handles it. A test (or a library
+# it calls) that leaves the worker's SIGINT handler changed would make them hang or fail much
+# later, far from the cause: put it back after each test, and say which test changed it.
+@pytest.fixture(autouse=True)
+def _sigint_restored(request):
+    import signal
+    import warnings
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before and before is not None:
+        signal.signal(signal.SIGINT, before)
+        warnings.warn(f"{request.node.nodeid} left SIGINT's handler changed ({after!r}); "
+                      "restored", stacklevel=1)

@@ -33,7 +33,8 @@ def test_ctrl_c_during_start_up_is_quiet() -> None:
     worker), and no worker left running."""
     p = subprocess.Popen([*FUZZ, "--fuse", "--count", "6", "--jobs", "2"], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(1.0)
     assert p.poll() is None, "fuzz.py ended before the signal"
     os.killpg(p.pid, signal.SIGINT)

@@ -139,11 +139,16 @@ def test_unchecked_store_past_the_end_warns(capsys):
 HUGE = "programs/huge_launch.cu"  # 2^31 - 1 blocks of 256 threads
 
 
+def _sigint_default() -> None:
+    """In the child: SIGINT as a terminal gives it (an ignored SIGINT would be inherited)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_cli_warns_and_stops_on_ctrl_c():
     # --jobs 1: the estimate is 2147483647 blocks x (15 ns + 256 x 5 ns) = 2781 s = 46 min
     p = subprocess.Popen([sys.executable, "-m", "sirius.cli", "run", "--jobs", "1",
                           str(program_path(HUGE))], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
     try:
         warning = p.stderr.readline()
         time.sleep(1.0)  # the launch runs
@@ -179,10 +184,15 @@ def test_progress_lines_and_interrupt_in_process():
         os.kill(os.getpid(), signal.SIGINT)
 
     t = threading.Thread(target=interrupt, daemon=True)
+    # Python's own handler, whatever the process had (a worker of a test runner may not)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     t.start()
     t0 = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
-        run_host_program(host, program, kernels, dev)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_host_program(host, program, kernels, dev)
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert time.perf_counter() - t0 < 30
     t.join()
     lines = stream.getvalue().splitlines()
