@@ -112,3 +112,12 @@ def structure(ops: list[dict]) -> list:
 
 def load_json(text: str) -> dict:
     return json.loads(text)
+
+
+def sigint_default() -> None:
+    """`preexec_fn` of a child that a test interrupts: SIGINT as a terminal gives it. A child
+    inherits an ignored SIGINT, and some test runner workers have one (the full suite's
+    Ctrl-C tests saw children that ignored it)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

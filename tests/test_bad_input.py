@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT, run_cli, sigint_default
 
 BAD = ROOT / "tests" / "bad"
 
@@ -315,7 +315,7 @@ def test_ctrl_c_signal(delay: float) -> None:
 
     proc = subprocess.Popen([sys.executable, "-m", "sirius.cli", "verify", CHAIN, "--no-cache",
                              "-q"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=sigint_default)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.helpers import sigint_default
+
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = [sys.executable, str(ROOT / "scripts" / "fuzz.py")]
 
@@ -34,7 +36,7 @@ def test_ctrl_c_during_start_up_is_quiet() -> None:
     p = subprocess.Popen([*FUZZ, "--fuse", "--count", "6", "--jobs", "2"], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=sigint_default)
     time.sleep(1.0)
     assert p.poll() is None, "fuzz.py ended before the signal"
     os.killpg(p.pid, signal.SIGINT)

@@ -20,6 +20,7 @@ from sirius.runtime.cpu import monitor
 from sirius.runtime.cpu.device import CpuDevice
 from sirius.runtime.device import KernelFault
 from sirius.runtime.interpreter import HostInterpreter, run_host_program
+from tests.helpers import sigint_default
 from tests.runtime.execsupport import ROOT, analysed, program_path
 
 FAULTS = "programs/kernel_faults.cu"
@@ -139,16 +140,11 @@ def test_unchecked_store_past_the_end_warns(capsys):
 HUGE = "programs/huge_launch.cu"  # 2^31 - 1 blocks of 256 threads
 
 
-def _sigint_default() -> None:
-    """In the child: SIGINT as a terminal gives it (an ignored SIGINT would be inherited)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_cli_warns_and_stops_on_ctrl_c():
     # --jobs 1: the estimate is 2147483647 blocks x (15 ns + 256 x 5 ns) = 2781 s = 46 min
     p = subprocess.Popen([sys.executable, "-m", "sirius.cli", "run", "--jobs", "1",
                           str(program_path(HUGE))], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default)
+                         stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     try:
         warning = p.stderr.readline()
         time.sleep(1.0)  # the launch runs
