@@ -34,7 +34,9 @@ from sirius.analysis.irview import Function, Instr, ModuleView
 from sirius.diagnostics import Location
 from sirius.runtime.cpu import native as N
 from sirius.runtime.cpu import ptxlift, wiloop
+from sirius.runtime.cpu.checks import access_check_ir
 from sirius.runtime.cpu.module_globals import ModuleGlobal, ir_name, module_global
+from sirius.runtime.cpu.rounding import uncontracted
 
 DYNAMIC_SMEM_MAX = 227 * 1024  # the largest dynamic shared memory a block may ask for (sm_90)
 
@@ -332,56 +334,6 @@ def _access(st: _State, ins: Instr, line: str) -> list[str]:
     return out
 
 
-# The checked access: inline, against the range (shared memory or an allocation) the site's
-# last access was found in; outside it (or at a site's first access in a launch, its range
-# cleared), the runtime's `sirius_rt_access` decides, and sets the range. An access at a fixed
-# offset of one buffer, the common case, then costs a few compares instead of a call and a
-# binary search over the allocations.
-_ACCESS_CHECK = """@__sirius_site_range = global [{n} x i64] zeroinitializer, align 64
-define internal void @__sirius_access(ptr %p, i32 %size, i32 %kind, i32 %site) alwaysinline {{
-  %a = ptrtoint ptr %p to i64
-  %s = zext i32 %site to i64
-  %i = shl i64 %s, 1
-  %lop = getelementptr i64, ptr @__sirius_site_range, i64 %i
-  %lo = load i64, ptr %lop, align 8
-  %hip = getelementptr i64, ptr %lop, i64 1
-  %hi = load i64, ptr %hip, align 8
-  %off = sub i64 %a, %lo
-  %lim = sub i64 %hi, %lo
-  %sz = zext i32 %size to i64
-  %end = add i64 %off, %sz
-  %in = icmp ult i64 %off, %lim
-  %fits = icmp ule i64 %end, %lim
-  %ok = and i1 %in, %fits
-  br i1 %ok, label %done, label %slow
-slow:
-  call void @sirius_rt_access(ptr @__sirius_ctx, ptr %p, i32 %size, i32 %kind, i32 %site)
-  br label %done
-done:
-  ret void
-}}"""
-
-
-_FP_FLAGS = re.compile(r"(= (?:fadd|fsub|fmul|fdiv|frem|fneg|call|phi|select)"
-                       r"((?: (?:fast|contract|reassoc|nnan|ninf|nsz|arcp|afn))+) )")
-_LOOSE = {"fast", "contract", "reassoc"}
-
-
-def _uncontracted(text: str) -> str:
-    """The module with no `contract`, `reassoc` or `fast` flag: the host backend would fuse a
-    multiply and an add into an FMA (or reorder a sum) wherever the shape of the code lets it,
-    so the same kernel would round differently instrumented or not, fused or not (an LSTM
-    amplified one such ulp to a different output). Every operation rounds on its own; the
-    `llvm.fma`/`llvm.fmuladd` a kernel asks for explicitly stay."""
-    def keep(m: re.Match) -> str:
-        flags = [f for f in m.group(2).split() if f not in _LOOSE]
-        if "fast" in m.group(2):
-            flags += [f for f in ("nnan", "ninf", "nsz", "arcp", "afn") if f not in flags]
-        head = m.group(1)[: m.start(2) - m.start(1)]
-        return head + "".join(f" {f}" for f in flags) + " "
-    return _FP_FLAGS.sub(keep, text)
-
-
 def _count(st: _State, n: int) -> list[str]:
     v, w = st.tmp("ic"), st.tmp("ic")
     return [f"  {v} = load i64, ptr {_ctx(N.CTX_ICOUNT)}, align 8",
@@ -618,12 +570,12 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         "declare void @sirius_rt_access(ptr, ptr, i32, i32, i32)",
         "declare i32 @sirius_rt_vprintf(ptr, ptr)",
         *st.externs.values(),
-        *(_ACCESS_CHECK.format(n=2 * max(1, len(st.sites))).splitlines() if instrument else ()),
+        *(access_check_ir(len(st.sites)) if instrument else ()),
     ]
     # the prelude goes after the target lines
     k = next(i for i, ln in enumerate(out) if ln.startswith("target triple")) + 1
     final = out[:k] + prelude + out[k:] + wrappers
-    return HostModule(_uncontracted("\n".join(final) + "\n"), entries, tuple(shared),
+    return HostModule(uncontracted("\n".join(final) + "\n"), entries, tuple(shared),
                       smem_static, smem_bytes,
                       tuple(st.sites), device_globals, tuple(module_globals))
 

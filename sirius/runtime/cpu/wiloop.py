@@ -205,13 +205,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 def_line[d] = line
     labels = set(def_line)  # the values a line may read (not types, labels or arguments)
     everything = [line for b in blocks for line in b.lines]
-    read_cache: list[set[str]] = []
-
-    def read() -> set[str]:
-        """Every value some line reads (once per kernel: a barrier's result is rarely named)."""
-        if not read_cache:
-            read_cache.append(set().union(*(_uses(line, labels) for line in everything)))
-        return read_cache[0]
+    read: set[str] | None = None  # every value some line reads, once a barrier has a result
 
     # allocas: slices of the frame; barriers: where the kernel stops
     frame = 0
@@ -239,8 +233,10 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             bm = _BARRIER.search(line)
             if bm:
                 d = _def(line)
+                if d is not None and read is None:
+                    read = set().union(*(_uses(other, labels) for other in everything))
                 if bm.groups()[:2] != ("0", "0") or bm.group(4) != "0" or (
-                        d is not None and d in read()):
+                        d is not None and d in read):
                     return None  # a named, counted or reducing barrier: fibers
                 barriers += 1
             elif _WARP.search(line):
