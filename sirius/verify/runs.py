@@ -150,6 +150,16 @@ def _worker(spec: RunSpec, jobs: int) -> RunOutput:
     return out
 
 
+def pool_context():
+    """The start method of the workers: a fork server where there is one, whose forked
+    workers stay quiet when sirius ends before telling them their work (`_forkchild`)."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    mctx = mp.get_context("forkserver")
+    mctx.set_forkserver_preload(["sirius.verify._forkchild"])
+    return mctx
+
+
 class Runner:
     """Runs `RunSpec`s of one `RunContext`: over `jobs` worker processes (None: one per core;
     1: in this process, one after another). `tick(key, done, total)` is called after each
@@ -178,8 +188,7 @@ class Runner:
     def __enter__(self) -> Runner:
         if self.workers > 1:
             try:
-                method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-                mctx = mp.get_context(method)
+                mctx = pool_context()
                 self.queue = mctx.Queue()
                 self.pool = ProcessPoolExecutor(self.workers, mp_context=mctx,
                                                 initializer=_init,
