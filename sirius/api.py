@@ -77,11 +77,12 @@ def fuse(*files: str | Path, arch: str = "sm_80", arrangement: str = "auto",
          entry: str = "main", includes: Sequence[str] = (), defines: Sequence[str] = (),
          clang_flags: Sequence[str] = (), split_storage: bool = True, wavefront: bool = True,
          use_cache: bool = True, progress: Callable[[str], None] | None = None,
-         argv: Sequence[str] | None = None) -> Fusion:
+         argv: Sequence[str] | None = None, unroll: int = 64) -> Fusion:
     """Compile, analyse and fuse a whole CUDA program (the `sirius fuse` command); `argv`: the
-    program's arguments (`--args`), to which it is then specialised."""
+    program's arguments (`--args`), to which it is then specialised; `unroll`: host loops of
+    independent launches running at most this many are unrolled so that they fuse (0: never)."""
     options = Options(arch=arch, arrangement=arrangement, split_storage=split_storage,
-                      wavefront=wavefront)
+                      wavefront=wavefront, unroll=unroll)
     result = pipeline.fuse(files, options, entry=entry,
                            flags=_flags(includes, defines, clang_flags), use_cache=use_cache,
                            progress=progress or (lambda _: None), argv=argv)

@@ -165,13 +165,14 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
             host = storage.host
             uar = build_uar(a.view, kernels, host, a.analyzer)
         secs["storage"] = time.perf_counter() - t
-    if options.wavefront:
+    if options.wavefront or options.unroll:
         from sirius.fusion.plan.wavefront import wavefront_rewrite
 
         t = time.perf_counter()
-        wave = wavefront_rewrite(host, uar)
+        wave = wavefront_rewrite(host, uar, nests=options.wavefront, unroll=options.unroll)
         if wave.host is not host:
-            progress("wavefront: host loop nest(s) skewed")
+            progress(f"host loops: {len(wave.rewritten)} nest(s) skewed, "
+                     f"{sum(u.rewritten for u in wave.unrolled)} loop(s) unrolled")
             host = wave.host
             uar = build_uar(a.view, kernels, host, a.analyzer)
         secs["wavefront"] = time.perf_counter() - t

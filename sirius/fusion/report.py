@@ -43,6 +43,7 @@ def plan_json(res: FuseResult, verification: dict | None = None) -> dict:
         "fused_kernels": [_fused_json(res, rec) for rec in res.fused],
         "storage": _storage_json(res),
         "wavefront": _wave_json(res),
+        "unrolled": [u.to_json() for u in res.wavefront.unrolled] if res.wavefront else [],
         "syncs": res.syncs.to_json() if res.syncs is not None else None,
         "not_fused": not_fused(res),
         "undone": list(res.undone),
@@ -121,9 +122,11 @@ def alone_notes(res: FuseResult, notes: list[str]) -> list[str]:
         name = f"{st.id} {st.label}"
         if len(launches) == 1:
             loops = ", ".join(f"{lp.var}" for lp in st.loops)
+            why = _unroll_reason(res, st.loops[-1]) if st.loops else None
             out.append(f"{name}: the program's only launch" + (
                 f" (in host loop {loops}: launches of different iterations are not fused "
-                "with each other)" if loops else ""))
+                f"with each other{f'; the loop was not unrolled: {why}' if why else ''})"
+                if loops else ""))
             continue
         ties = sorted({describe(d) for d in uar.dependences
                        if d.width == Width.GLOBAL and d.kind != "CTRL" and st.id in (d.src, d.dst)
@@ -139,6 +142,14 @@ def alone_notes(res: FuseResult, notes: list[str]) -> list[str]:
             "no fused kernel took it, and no dependence forbids one (the planner kept it "
             "apart; please report the program)"))
     return out
+
+
+def _unroll_reason(res: FuseResult, lp) -> str | None:
+    """Why the host loop `lp` was not unrolled (wavefront.py), if it was considered."""
+    for u in res.wavefront.unrolled if res.wavefront is not None else ():
+        if u.var == lp.var and u.loc == lp.loc and u.reason:
+            return u.reason
+    return None
 
 
 def _host_ops_around(uar: UAR, st) -> list[str]:
@@ -233,9 +244,10 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
     else:
         lines.append("Nothing split.")
     lines.append("")
-    lines += ["## Host loop nests (wavefronts)", ""]
-    nests = res.wavefront.nests if res.wavefront is not None else ()
-    lines += [f"- {n}" for n in nests] if nests else ["No host loop nest considered."]
+    lines += ["## Host loops (wavefronts, unrolling)", ""]
+    w = res.wavefront
+    loops = (*w.nests, *w.unrolled) if w is not None else ()
+    lines += [f"- {n}" for n in loops] if loops else ["No host loop considered."]
     lines.append("")
     lines += syncs_md(res)
     lines += ["## Not fused, and why", ""]

@@ -425,19 +425,14 @@ class Assembler:
                     out.append(f"  call void @{_SYNC}(i32 0){w.loc}")
                 out += self.member_code(spec, pm, w, env, fparam, nxt)
         else:
-            out.append("  br label %h0")
+            out += _dispatch(members, env["block"], prod(grid))
             for pm in members:
-                out.append(f"h{pm.index}:")
-                out.append(f"  %in{pm.index} = icmp ult i32 {env['block']}, "
-                           f"{pm.first_block + pm.blocks}")
-                out.append(f"  br i1 %in{pm.index}, label %m{pm.index}, label %h{pm.index + 1}")
                 out.append(f"m{pm.index}:")
                 w.scope()
                 menv = dict(env)
                 menv["block"] = w.emit(f"sub i32 {env['block']}, {pm.first_block}", "rel")
                 out += w.flush()
                 out += self.member_code(spec, pm, w, menv, fparam, "exit")
-            out += [f"h{n}:", "  br label %exit"]
         out += ["exit:", "  ret void", "}"]
         self.appended.append("\n".join(out))
 
@@ -519,6 +514,48 @@ class Assembler:
 _SYNC = "llvm.nvvm.barrier.cta.sync.aligned.all"
 _BARRIER_DECLS = {"sync": "declare void @{}(i32, i32)", "popc": "declare i32 @{}(i32, i32, i1)",
                   "and": "declare i1 @{}(i32, i32, i1)", "or": "declare i1 @{}(i32, i32, i1)"}
+
+
+def _dispatch(members: list[_Member], block: str, blocks: int) -> list[str]:
+    """A horizontal kernel's dispatch: a balanced binary search of the block index over the
+    members' block ranges (in increasing order), so a block finds its member in about
+    log2(members) compares; a block in no member's range goes to `exit`. Each leaf checks
+    only the bounds its path (and the grid's `blocks`) have not already established."""
+    out: list[str] = []
+    counter = iter(range(1 << 30))
+
+    def target(lo: int, hi: int, low: int, high: int) -> str:
+        """The label that sends the blocks in [low, high) to their member of members[lo:hi]
+        (emitting its code)."""
+        if hi - lo == 1:
+            pm = members[lo]
+            first, end = pm.first_block, pm.first_block + pm.blocks
+            checks = ([f"icmp uge i32 {block}, {first}"] if low < first else []) + \
+                     ([f"icmp ult i32 {block}, {end}"] if high > end else [])
+            if not checks:
+                return f"m{pm.index}"
+            label = f"d{next(counter)}"
+            out.append(f"{label}:")
+            for k, c in enumerate(checks):
+                out.append(f"  %{label}.c{k} = {c}")
+            cond = f"%{label}.c0"
+            if len(checks) == 2:
+                out.append(f"  %{label}.in = and i1 %{label}.c0, %{label}.c1")
+                cond = f"%{label}.in"
+            out.append(f"  br i1 {cond}, label %m{pm.index}, label %exit")
+            return label
+        mid = (lo + hi) // 2
+        split = members[mid].first_block
+        label = f"d{next(counter)}"
+        at = len(out)
+        left, right = target(lo, mid, low, split), target(mid, hi, split, high)
+        out[at:at] = [f"{label}:", f"  %{label}.lt = icmp ult i32 {block}, {split}",
+                      f"  br i1 %{label}.lt, label %{left}, label %{right}"]
+        return label
+
+    if not members:
+        return ["  br label %exit"]
+    return [f"  br label %{target(0, len(members), 0, blocks)}", *out]
 
 
 def _align(n: int, a: int) -> int:

@@ -55,6 +55,8 @@ class Options:
     split_storage: bool = True
     wavefront: bool = True
     cross_syncs: bool = True  # idle host syncs between launches do not end a run (syncs.py)
+    unroll: int = 64  # host loops of independent launches running at most this many are
+    # unrolled so that their iterations can fuse (wavefront.py); 0: never
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ from sirius.analysis.uar.effects import Statement
 from sirius.diagnostics import Location
 
 SCHEDULE_BUDGET = 500_000  # isl operations for computing one nest's schedule
+UNROLL_LIMIT = 64  # launches an unrolled loop of independent iterations may become
 
 
 # records ---------------------------------------------------------------------------------------
@@ -100,11 +101,42 @@ class Wavefront:
 
 
 @dataclass(frozen=True, slots=True)
+class Unrolled:
+    """What the pass did with one host loop that holds only launches: unrolled when its
+    iterations are independent, so that the planner can fuse the launches of different
+    iterations (they run in the same order as before)."""
+
+    loc: Location | None
+    var: str
+    statements: tuple[str, ...] = ()
+    trips: int | None = None
+    launches: int | None = None  # launch ops the unrolled loop became
+    reason: str | None = None  # why the loop was left alone; None when unrolled
+
+    @property
+    def rewritten(self) -> bool:
+        return self.reason is None
+
+    def to_json(self) -> dict:
+        return {"loc": str(self.loc) if self.loc else None, "var": self.var,
+                "statements": list(self.statements), "trips": self.trips,
+                "launches": self.launches, "reason": self.reason}
+
+    def __str__(self) -> str:
+        head = f"{self.loc or '?'}: loop {self.var}"
+        if self.reason is not None:
+            return f"{head}: left a loop: {self.reason}"
+        return (f"{head}: {self.trips} independent iterations unrolled into {self.launches} "
+                f"launches ({', '.join(self.statements)}), so that they can fuse")
+
+
+@dataclass(frozen=True, slots=True)
 class WavefrontResult:
     host: HostProgram  # the input itself when no nest was rewritten
     nests: tuple[Wavefront, ...]  # every nest considered, in program order
     # each launch the rewrite made -> the original instances it stands for
     origins: dict[Launch, str] = field(default_factory=dict)
+    unrolled: tuple[Unrolled, ...] = ()  # every loop of launches considered for unrolling
 
     @property
     def rewritten(self) -> tuple[Wavefront, ...]:
@@ -143,39 +175,55 @@ class _Refuse(Exception):
 
 # the pass --------------------------------------------------------------------------------------
 def wavefront_rewrite(host: HostProgram, uar: UAR, *, var: str = "w",
-                      min_loop_stages: int = 2) -> WavefrontResult:
+                      min_loop_stages: int = 2, unroll: int = UNROLL_LIMIT,
+                      nests: bool = True) -> WavefrontResult:
     """Rewrite every eligible host loop nest of `host` into wavefront stages (see the module
     doc). `uar` must be built on `host` (its statements refer to the ops of `host`). Stages of
-    equal size become a loop when there are at least `min_loop_stages` of them."""
+    equal size become a loop when there are at least `min_loop_stages` of them. A loop of
+    launches whose iterations are independent is unrolled when it runs at most `unroll`
+    launches (0: never); `nests=False` leaves every nest alone (unrolling only)."""
     by_op = {id(st.op): st for st in uar.statements}
     if any(id(op) not in by_op for op in host.launches()):
         raise ValueError("the UAR was built for another host program")
     used = {lp.var for lp in _loops(host.ops)}
     name = next(n for n in (var, *(f"{var}{k}" for k in range(1, 1000))) if n not in used)
-    rw = _Rewriter(uar, by_op, name, min_loop_stages)
+    rw = _Rewriter(uar, by_op, name, min_loop_stages, unroll, nests)
     ops = rw.ops(host.ops, ())
     new = host if ops is host.ops else dataclasses.replace(host, ops=ops)
-    return WavefrontResult(new, tuple(rw.records), rw.origins)
+    return WavefrontResult(new, tuple(rw.records), rw.origins, tuple(rw.unrolls))
 
 
 class _Rewriter:
-    def __init__(self, uar: UAR, by_op: dict[int, Statement], var: str, min_loop_stages: int):
+    def __init__(self, uar: UAR, by_op: dict[int, Statement], var: str, min_loop_stages: int,
+                 unroll: int, nests: bool = True):
         self.uar = uar
         self.by_op = by_op
         self.var = var
         self.min_loop_stages = min_loop_stages
+        self.unroll_limit = unroll
+        self.nests = nests
         self.records: list[Wavefront] = []
+        self.unrolls: list[Unrolled] = []
         self.origins: dict[Launch, str] = {}
 
     def ops(self, ops: tuple[Op, ...], path: tuple[int, ...]) -> tuple[Op, ...]:
         out: list[Op] = []
         changed = False
         for i, op in enumerate(ops):
-            if isinstance(op, Loop) and len(op.body) == 1 and isinstance(op.body[0], Loop):
+            if (self.nests and isinstance(op, Loop) and len(op.body) == 1
+                    and isinstance(op.body[0], Loop)):
                 record, new = self.nest(op, path + (i,))
                 self.records.append(record)
                 if new is not None:
                     out.extend(new)
+                    changed = True
+                    continue
+            if (isinstance(op, Loop) and self.unroll_limit and op.body
+                    and all(isinstance(o, Launch) for o in op.body)):
+                record_u, new_ops = self.unroll(op)
+                self.unrolls.append(record_u)
+                if new_ops is not None:
+                    out.extend(new_ops)
                     changed = True
                     continue
             if isinstance(op, Loop):
@@ -215,6 +263,38 @@ class _Rewriter:
             launch_ops=(len(list(_launches(inner.body))), len(list(_launches(new)))),
             var=self.var if loop else None, loop=loop)
         return record, new
+
+    def unroll(self, lp: Loop) -> tuple[Unrolled, tuple[Op, ...] | None]:
+        """`lp` (a loop whose body is launches) as its iterations one after another, when no
+        dependence links two different iterations (the order of every launch is kept, so this
+        is always sound; it is done only where it lets the iterations fuse)."""
+        stmts = [self.by_op[id(op)] for op in lp.body]
+        record = Unrolled(lp.loc, lp.var, tuple(st.id for st in stmts))
+        try:
+            rng = _range(lp)
+            record = dataclasses.replace(record, trips=rng.trips)
+            if rng.trips < 2:
+                raise _Refuse("it runs fewer than 2 times")
+            for op in lp.body:
+                if any(isinstance(a, BufferArg) and isinstance(a.address, Rotating)
+                       for a in op.args):
+                    raise _Refuse(f"launch {op.kernel} ({op.loc}) takes a rotating "
+                                  "(ping-pong) address")
+            if rng.trips * len(lp.body) > self.unroll_limit:
+                raise _Refuse(f"{rng.trips * len(lp.body)} launches, more than the "
+                              f"{self.unroll_limit} that are unrolled")
+            depth = next(k for k, x in enumerate(stmts[0].loops) if x is lp)
+            for d, rel in _restricted(self.uar.dependences, stmts, depth):
+                hit = rel.intersect(_relation(rel, [f"b{depth} != a{depth}"]))
+                if not hit.is_empty():
+                    what = f"{d.kind} on {d.buffer}" if d.buffer else d.kind
+                    raise _Refuse(f"its iterations depend on each other: {d.src} -> {d.dst} "
+                                  f"({what}), e.g. {hit.sample()}")
+        except _Refuse as e:
+            return dataclasses.replace(record, reason=str(e)), None
+        new = tuple(self.place(op, {lp.var: rng.at(i)})
+                    for i in range(rng.trips) for op in lp.body)
+        return dataclasses.replace(record, launches=len(new)), new
 
     def emit(self, body: tuple[Op, ...], ranges: tuple[_Range, _Range], loc: Location | None
              ) -> tuple[tuple[Op, ...], tuple[int, int] | None]:

@@ -1,0 +1,83 @@
+"""Host loops whose iterations are independent are unrolled so that their launches fuse
+(`wavefront_rewrite(..., unroll=N)`, issue 15 item 5). The programs are in `unroll_programs/`;
+their header comments say which loops are independent. Every fused program is checked against
+the original, bitwise, in forward and reverse order."""
+
+from __future__ import annotations
+
+import functools
+
+from sirius.analysis.host.model import Launch, Loop
+from sirius.fusion.driver import FuseResult
+from sirius.fusion.plan.planner import Options
+from sirius.fusion.report import plan_json, report_md
+from sirius.pipeline import fuse
+from sirius.verify.differential import verify_fused
+from tests.helpers import ROOT, run_cli
+
+PROGRAMS = ROOT / "tests" / "fusion" / "unroll_programs"
+
+
+@functools.cache
+def fused(name: str, unroll: int = 64) -> FuseResult:
+    return fuse([PROGRAMS / name], Options(unroll=unroll))
+
+
+def verified(res: FuseResult) -> None:
+    rep = verify_fused(res.original, res, seed=5, orders=("forward", "reverse"))
+    assert rep.ok and all(r.bitwise for r in rep.rows), rep.render()
+
+
+def test_independent_planes_fuse_into_one_launch():
+    res = fused("planes.cu")
+    assert (res.launches_before, res.launches_after) == (8, 1)
+    (rec,) = res.fused
+    assert rec.arrangement == "horizontal" and len(rec.nodes) == 8
+    # each member is one iteration, with its own value of p
+    provs = sorted(res.wavefront.provenance(n.launch) for n in rec.nodes)
+    assert [p.split(" (")[0] for p in provs] == [f"S1[p = {p}]" for p in range(8)]
+    (u,) = res.wavefront.unrolled
+    assert u.rewritten and u.trips == 8 and u.launches == 8 and u.var == "p"
+    verified(res)
+    md = report_md(res)
+    assert "planes.cu:18:3: loop p: 8 independent iterations unrolled into 8 launches" in md
+    assert plan_json(res)["unrolled"][0]["trips"] == 8
+
+
+def test_unroll_zero_leaves_the_loop_and_says_why_the_launch_is_alone():
+    res = fused("planes.cu", unroll=0)
+    assert (res.launches_before, res.launches_after) == (8, 8)
+    assert any(isinstance(op, Loop) for op in res.host.ops)
+    small = fused("planes.cu", unroll=4)  # 8 launches: over the limit
+    assert small.launches_after == 8
+    (u,) = small.wavefront.unrolled
+    assert u.reason == "8 launches, more than the 4 that are unrolled"
+    assert "the loop was not unrolled: 8 launches, more than the 4" in report_md(small)
+
+
+def test_a_chain_of_iterations_stays_a_loop():
+    res = fused("chain.cu")
+    assert res.launches_after == 6 and not res.fused
+    (u,) = res.wavefront.unrolled
+    assert not u.rewritten
+    assert "iterations depend on each other: S1 -> S1 (RAW on d)" in u.reason
+    assert "t = 0 and t' = 1" in u.reason  # the sample: iteration 1 reads what 0 wrote
+    assert any(isinstance(op, Loop) for op in res.host.ops)
+
+
+def test_inner_loops_unroll_inside_an_outer_loop_that_stays():
+    res = fused("rows_in_steps.cu")
+    assert (res.launches_before, res.launches_after) == (24, 6)
+    # the t loop stays a loop; its body is two fused kernels of 4 rows each
+    (outer,) = [op for op in res.host.ops if isinstance(op, Loop)]
+    assert outer.var == "t" and [type(op) for op in outer.body] == [Launch, Launch]
+    assert [len(r.nodes) for r in res.fused] == [4, 4]
+    assert [u.rewritten for u in res.wavefront.unrolled] == [True, True]
+    verified(res)
+
+
+def test_cli_unroll_option():
+    out = run_cli("fuse", str(PROGRAMS / "planes.cu"), "--unroll", "0", "--json",
+                  "--no-verify", "-q")
+    assert out.returncode == 0, out.stderr
+    assert '"after": 8' in out.stdout
