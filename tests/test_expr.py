@@ -35,9 +35,30 @@ def exprs(draw, depth=0):
     if depth < 2 and draw(st.booleans()):
         d = draw(st.integers(1, 9))
         inner = draw(exprs(depth + 1))
-        e = e + (inner.floordiv(d) if draw(st.booleans()) else inner.mod(d)).scale(
-            draw(st.integers(-3, 3)))
+        form = draw(st.sampled_from(("floor", "mod", "min", "max")))
+        atom = inner.floordiv(d) if form == "floor" else inner.mod(d) if form == "mod" else \
+            inner.minmax(form, draw(exprs(depth + 1)))
+        e = e + atom.scale(draw(st.integers(-3, 3)))
     return e
+
+
+def test_min_and_max():
+    m = Expr(256).minmax("min", Expr(1000) - t)
+    assert str(m) == "min(-t + 1000, 256)"
+    assert [m.evaluate({"t": v}) for v in (0, 744, 768)] == [256, 256, 232]
+    assert m == (Expr(1000) - t).minmax("min", 256)  # argument order does not matter
+    assert m.substitute({"t": Expr(768)}) == Expr(232)
+    assert m.bounds({"t": (0, 999)}) == (1, 256)
+    assert t.minmax("max", t + 3) == t + 3 and t.minmax("min", t + 3) == t  # constant apart
+    assert (m + 63).floordiv(64).evaluate({"t": 768}) == 4
+    assert m.variables() == {"t"}
+    assert evaluate_text(str((m + 63).floordiv(64)), {"t": 768}) == 4
+
+
+@given(exprs(), st.integers(-6, 6), st.integers(-6, 6))
+def test_bounds_hold(e, tv, lv):
+    lo, hi = e.bounds({"t": (-6, 6), "l": (-6, 6)})
+    assert lo <= e.evaluate({"t": tv, "l": lv}) <= hi
 
 
 @given(exprs(), st.integers(-20, 20), st.integers(-20, 20))

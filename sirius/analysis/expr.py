@@ -1,8 +1,10 @@
 """Quasi-affine integer expressions over named variables (host loop variables).
 
-An `Expr` is `const + sum(coeff * atom)` where an atom is a variable name or a `floor(e / d)` /
-`e mod d` of another Expr by a positive constant: exactly what isl calls quasi-affine. Expressions
-are immutable, canonical (equal expressions compare equal) and print in isl syntax.
+An `Expr` is `const + sum(coeff * atom)` where an atom is a variable name, a `floor(e / d)` /
+`e mod d` of another Expr by a positive constant (what isl calls quasi-affine), or the `min` /
+`max` of two Exprs (a piecewise quasi-affine value, as isl reads it: `MIN(n, total - t)` as a
+launch argument). Expressions are immutable, canonical in their affine part (equal expressions
+compare equal; min/max are kept as written, their arguments ordered) and print in isl syntax.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-Atom = Union[str, "FloorDiv", "Mod"]
+Atom = Union[str, "FloorDiv", "Mod", "MinMax"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,18 @@ class Mod:
     def __str__(self) -> str:
         simple = len(self.num.terms) == 1 and self.num.terms[0][1] == 1 and not self.num.const
         return f"({self.num} mod {self.den})" if simple else f"(({self.num}) mod {self.den})"
+
+
+@dataclass(frozen=True, slots=True)
+class MinMax:
+    kind: str  # min | max
+    args: tuple[Expr, Expr]
+
+    def __str__(self) -> str:
+        return f"{self.kind}({self.args[0]}, {self.args[1]})"
+
+    def pick(self, x: int, y: int) -> int:
+        return min(x, y) if self.kind == "min" else max(x, y)
 
 
 def _atom_key(a: Atom) -> tuple[int, str]:
@@ -66,6 +80,8 @@ class Expr:
         for a, _ in self.terms:
             if isinstance(a, str):
                 out.add(a)
+            elif isinstance(a, MinMax):
+                out |= a.args[0].variables() | a.args[1].variables()
             else:
                 out |= a.num.variables()
         return out
@@ -123,6 +139,19 @@ class Expr:
             return Expr(self.const % d)
         return Expr._make(0, {Mod(self, d): 1})
 
+    def minmax(self, kind: str, other: int | Expr) -> Expr:
+        """min(self, other) or max(self, other) (`kind`); a plain Expr when the two differ by a
+        constant (then one of them is always the answer)."""
+        if kind not in ("min", "max"):
+            raise ValueError(f"minmax of kind {kind!r} (min or max)")
+        o = Expr.of(other)
+        diff = self - o
+        if diff.is_const:
+            return (self if diff.const <= 0 else o) if kind == "min" else \
+                (self if diff.const >= 0 else o)
+        a, b = sorted((self, o), key=str)
+        return Expr._make(0, {MinMax(kind, (a, b)): 1})
+
     # evaluation ---------------------------------------------------------------------------
     def evaluate(self, env: dict[str, int]) -> int:
         total = self.const
@@ -137,6 +166,9 @@ class Expr:
                 out = out + (env[a] if a in env else Expr.var(a)).scale(c)
             elif isinstance(a, FloorDiv):
                 out = out + a.num.substitute(env).floordiv(a.den).scale(c)
+            elif isinstance(a, MinMax):
+                x, y = (e.substitute(env) for e in a.args)
+                out = out + x.minmax(a.kind, y).scale(c)
             else:
                 out = out + a.num.substitute(env).mod(a.den).scale(c)
         return out
@@ -154,6 +186,11 @@ class Expr:
                 if b is None:
                     return None
                 alo, ahi = b[0] // a.den, b[1] // a.den
+            elif isinstance(a, MinMax):
+                bx, by = a.args[0].bounds(ranges), a.args[1].bounds(ranges)
+                if bx is None or by is None:
+                    return None
+                alo, ahi = a.pick(bx[0], by[0]), a.pick(bx[1], by[1])
             else:
                 alo, ahi = 0, a.den - 1
             lo += min(c * alo, c * ahi)
@@ -187,13 +224,17 @@ def _eval_atom(a: Atom, env: dict[str, int]) -> int:
         return env[a]
     if isinstance(a, FloorDiv):
         return a.num.evaluate(env) // a.den
+    if isinstance(a, MinMax):
+        return a.pick(a.args[0].evaluate(env), a.args[1].evaluate(env))
     return a.num.evaluate(env) % a.den
 
 
 def evaluate_text(text: int | str, env: dict[str, int]) -> int:
-    """Evaluate an expression as printed (`4*t + 16`, `floor((t + 15)/16)`, `((t) mod 2)`)."""
+    """Evaluate an expression as printed (`4*t + 16`, `floor((t + 15)/16)`, `((t) mod 2)`,
+    `min(256, 1000 - t)`)."""
     if isinstance(text, int):
         return text
     py = text.replace(" mod ", " % ")
     py = py.replace("/", "//")
-    return int(eval(py, {"__builtins__": {}, "floor": lambda x: x}, dict(env)))  # noqa: S307
+    return int(eval(py, {"__builtins__": {}, "floor": lambda x: x, "min": min, "max": max},  # noqa: S307
+                    dict(env)))

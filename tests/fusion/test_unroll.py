@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 
+import pytest
+
 from sirius.analysis.host.model import Launch, Loop
 from sirius.fusion.driver import FuseResult
 from sirius.fusion.plan.planner import Options
@@ -81,3 +83,44 @@ def test_cli_unroll_option():
                   "--no-verify", "-q")
     assert out.returncode == 0, out.stderr
     assert '"after": 8' in out.stdout
+
+
+# min/max of host values (MIN(CH, TOTAL - t) as a launch argument and in the grid) -------------
+@functools.cache
+def chunks(form: int, unroll: int = 64) -> FuseResult:
+    return fuse([PROGRAMS / "chunks.cu"], Options(unroll=unroll), flags=[f"-DFORM={form}"])
+
+
+@pytest.mark.parametrize("form", [0, 1, 2, 3])
+def test_a_min_sized_last_chunk_is_modelled_and_the_chunks_fuse(form: int):
+    res = chunks(form)
+    (loop,) = [op for op in res.original.host.ops if isinstance(op, Loop)]
+    (launch,) = loop.body
+    # TOTAL = 1000 in chunks of 256: grids 4, 4, 4, 4 (the last chunk has 232 elements)
+    t = [0, 256, 512, 768]
+    assert [launch.grid[0].evaluate({"t": v}) for v in t] == [4, 4, 4, 4]
+    n = launch.args[3].value
+    assert [n.evaluate({"t": v}) for v in t] == [256, 256, 256, 232]
+    assert ("max(" if form == 3 else "min(") in str(launch.args[3].value)
+    assert (res.launches_before, res.launches_after) == (4, 1)
+    verified(res)
+
+
+def test_min_in_a_loop_that_stays_a_loop_verifies():
+    res = chunks(0, unroll=0)
+    assert res.launches_after == 4 and not res.fused
+    # the instances of the loop, with the chunk's grid bound from min(), in the UAR
+    (st,) = [s for s in res.uar.statements if s.kind == "launch"]
+    assert st.domain.count_val().to_python() == 4
+
+
+def test_unsigned_min_of_a_value_that_may_be_negative_is_refused():
+    from sirius.analysis.expr import Expr
+    from sirius.analysis.host.ops import signed_minmax
+    from sirius.analysis.host.values import Int, Unknown
+
+    t = Expr.var("t")
+    got = signed_minmax("min", Int(Expr(5) - t, 32), Int(Expr(3), 32), 32, True, {"t": (0, 9)})
+    assert isinstance(got, Unknown) and "may be negative" in got.reason
+    ok = signed_minmax("min", Int(Expr(9) - t, 32), Int(Expr(3), 32), 32, True, {"t": (0, 9)})
+    assert ok == Int((Expr(9) - t).minmax("min", 3), 32)

@@ -25,7 +25,15 @@ from sirius.analysis.host.libcalls import IGNORED_INTRINSICS
 from sirius.analysis.host.loops import LoopShape
 from sirius.analysis.host.model import Buffer, HostProgram, Op, Symbol
 from sirius.analysis.host.observe import SyncWatch
-from sirius.analysis.host.ops import binary, cast, icmp, shift_to_packed, truth
+from sirius.analysis.host.ops import (
+    binary,
+    cast,
+    icmp,
+    minmax_call,
+    shift_to_packed,
+    signed_minmax,
+    truth,
+)
 from sirius.analysis.host.symbols import device_variables
 from sirius.analysis.host.values import (
     AV,
@@ -288,6 +296,9 @@ class HostInterpreter(HostFlow):
             if c is not None:
                 return self.val(frame, ops[1] if c else ops[2])
             a, b = self.val(frame, ops[1]), self.val(frame, ops[2])
+            mm = self.select_minmax(frame, ops[0], a, b, ins.type)
+            if mm is not None:
+                return mm
             return a if a == b else Unknown(f"'{self.var_name(frame, ins)}' is selected by a "
                                             "host condition sirius cannot decide", self.loc(ins))
         if op == "getelementptr":
@@ -388,6 +399,22 @@ class HostInterpreter(HostFlow):
                                Unknown("host memory written through a pointer sirius does not "
                                        "follow", self.loc(ins)), device, via, ins)
 
+    def select_minmax(self, frame: Frame, cond, a: AV, b: AV, ty: str) -> AV | None:
+        """`select (icmp x, y), a, b` with {a, b} = {x, y}: the min or max of x and y (what
+        `MIN(x, y)` compiles to without the intrinsic); None for any other select."""
+        if not (isinstance(cond, Instr) and cond.opcode == "icmp" and isinstance(a, Int)
+                and isinstance(b, Int) and ty.startswith("i")):
+            return None
+        pred = cond.predicate
+        if pred in ("eq", "ne"):
+            return None
+        x, y = (self.val(frame, o) for o in cond.operands[:2])
+        if {x, y} != {a, b} or x == y:
+            return None
+        less = pred[1:] in ("lt", "le")
+        kind = "min" if less == (a == x) else "max"
+        return signed_minmax(kind, a, b, int_bits(ty), pred[0] == "u", self.ranges)
+
     def call(self, frame: Frame, ins: Instr) -> AV:
         callee = ins.callee
         args_v = ins.args
@@ -414,6 +441,8 @@ class HostInterpreter(HostFlow):
             return Unknown("intrinsic")
         args = [self.val(frame, a) for a in args_v]
         known = float_call(name, args, self.ranges)
+        if known is None:
+            known = minmax_call(name, args, self.ranges)
         if known is None:
             known = string_call(name, args, self.mem)
         if known is not None:

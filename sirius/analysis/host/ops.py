@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import islpy as isl
+
 from sirius.analysis.expr import Expr
 from sirius.analysis.host import floats
 from sirius.analysis.host.values import (
@@ -21,8 +25,23 @@ Ranges = dict[str, tuple[int, int]]
 
 
 def _nonneg(e: Expr, ranges: Ranges) -> bool:
+    """e >= 0 over the box of the host loop `ranges`: by interval arithmetic, else (it forgets
+    that two terms move together, e.g. `1000 - t - max(0, 744 - t)`) by isl, exactly."""
     b = e.bounds(ranges)
-    return b is not None and b[0] >= 0
+    if b is not None:
+        if b[0] >= 0:
+            return True
+        if b[1] < 0:
+            return False
+    names = sorted(e.variables())
+    if any(v not in ranges for v in names):
+        return False
+    box = " and ".join(f"{ranges[v][0]} <= {v} <= {ranges[v][1]}" for v in names) or "true"
+    try:
+        neg = isl.Set(f"{{ [{', '.join(names)}] : {box} and {e} < 0 }}")
+    except isl.Error:
+        return False
+    return bool(neg.is_empty())
 
 
 def binary(op: str, a: AV, b: AV, ty: str, ranges: Ranges, flags: str = "") -> AV:
@@ -67,6 +86,35 @@ def binary(op: str, a: AV, b: AV, ty: str, ranges: Ranges, flags: str = "") -> A
             if (d >> low) == (1 << width) - 1:
                 return Int(x.floordiv(1 << low).mod(1 << width).scale(1 << low), bits)
     return Unknown(f"'{op}' of a loop-dependent value is not quasi-affine")
+
+
+_MINMAX = re.compile(r"llvm\.([su])(min|max)\.i(\d+)")
+
+
+def minmax_call(name: str, args: list[AV], ranges: Ranges) -> AV | None:
+    """`llvm.smin/smax/umin/umax.iN` of host integers (what clang makes of `MIN(a, b)`); None:
+    not one of them. The unsigned forms are modelled only where both values are non-negative
+    over the host loops (then they agree with the signed ones)."""
+    m = _MINMAX.fullmatch(name)
+    if m is None or len(args) != 2:
+        return None
+    a, b = args
+    if not (isinstance(a, Int) and isinstance(b, Int)):
+        return a if isinstance(a, Unknown) else b if isinstance(b, Unknown) else Unknown(
+            f"{name}() of values that are not integers")
+    return signed_minmax(m.group(2), a, b, int(m.group(3)), m.group(1) == "u", ranges)
+
+
+def signed_minmax(kind: str, a: Int, b: Int, bits: int, unsigned: bool, ranges: Ranges) -> AV:
+    """min/max of two host integers as an Expr (both in range of `bits`-wide integers)."""
+    if a.e.is_const and b.e.is_const:
+        x, y = a.e.const, b.e.const
+        if unsigned:
+            x, y = x % (1 << bits), y % (1 << bits)
+        return const(min(x, y) if kind == "min" else max(x, y), bits)
+    if unsigned and not (_nonneg(a.e, ranges) and _nonneg(b.e, ranges)):
+        return Unknown(f"unsigned {kind} of ({a.e}) and ({b.e}), which may be negative")
+    return Int(a.e.minmax(kind, b.e), bits)
 
 
 def _offset(p: DevPtr | HostPtr, delta: Expr) -> AV:

@@ -9,7 +9,7 @@ floor semantics otherwise.
 
 from __future__ import annotations
 
-from sirius.analysis.expr import Expr, FloorDiv, Mod
+from sirius.analysis.expr import Expr, FloorDiv, MinMax, Mod
 
 
 class Writer:
@@ -66,8 +66,13 @@ class Writer:
         self.memo[e] = acc
         return acc
 
-    def atom(self, a: FloorDiv | Mod, env: dict[str, str],
+    def atom(self, a: FloorDiv | Mod | MinMax, env: dict[str, str],
              ranges: dict[str, tuple[int, int]]) -> str:
+        if isinstance(a, MinMax):
+            x, y = (self.value(v, env, ranges) for v in a.args)
+            lt = self.emit(f"icmp slt i32 {x}, {y}", "lt")
+            first, second = (x, y) if a.kind == "min" else (y, x)
+            return self.emit(f"select i1 {lt}, i32 {first}, i32 {second}", a.kind)
         num = self.value(a.num, env, ranges)
         b = a.num.bounds(ranges)
         if b is not None and b[0] >= 0:

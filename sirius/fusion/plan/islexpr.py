@@ -10,7 +10,7 @@ from math import lcm
 
 import islpy as isl
 
-from sirius.analysis.expr import Expr, FloorDiv, Mod
+from sirius.analysis.expr import Expr, FloorDiv, MinMax, Mod
 
 T = isl.dim_type
 
@@ -92,6 +92,10 @@ def simplify_expr(e: Expr) -> Expr:
     for a, c in e.terms:
         if isinstance(a, str):
             out = out + Expr.var(a).scale(c)
+            continue
+        if isinstance(a, MinMax):
+            x, y = (simplify_expr(v) for v in a.args)
+            out = out + x.minmax(a.kind, y).scale(c)
             continue
         num = simplify_expr(a.num)
         if isinstance(a, FloorDiv):

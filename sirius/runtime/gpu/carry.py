@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from sirius._version import __version__
-from sirius.analysis.expr import Expr, FloorDiv, Mod
+from sirius.analysis.expr import Expr, FloorDiv, MinMax, Mod
 from sirius.analysis.host import model as hm
 from sirius.diagnostics import Location, SiriusError
 from sirius.runtime.gpu.device import PtxProgram
@@ -42,7 +42,7 @@ INPUT_ROLES = ("input", "param")
 _CLASSES = {c.__name__: c for c in (
     hm.HostProgram, hm.Buffer, hm.DevRef, hm.Rotating, hm.HostRef, hm.BufferArg, hm.ScalarArg,
     hm.NullArg, hm.Alloc, hm.Free, hm.Copy, hm.Memset, hm.Launch, hm.Sync, hm.Loop, hm.Symbol,
-    FloorDiv, Mod, Location)}
+    FloorDiv, Mod, MinMax, Location)}
 
 
 # host programs as JSON -----------------------------------------------------------------------
