@@ -12,12 +12,22 @@ verify` runs.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
+from sirius.analysis.expr import Expr
+from sirius.analysis.host.model import (
+    BufferArg,
+    DevRef,
+    HostProgram,
+    Launch,
+    Loop,
+    Op,
+    ScalarArg,
+)
 from sirius.analysis.irview import build_view
 from sirius.analysis.kernel.access import KernelAnalyzer
 from sirius.analysis.kernel.facts import KernelInfo
@@ -27,6 +37,7 @@ from sirius.backend.ptxas import KernelResources
 from sirius.fusion.codegen.emit import build
 from sirius.fusion.plan.planner import Options, Planner, Region, launch_count
 from sirius.fusion.spec import (
+    BLOCK,
     CodegenError,
     FusedKernel,
     FusedKernelSpec,
@@ -330,6 +341,66 @@ def param_maps(members: Sequence[tuple[Member, Launch, Sequence[str]]]) -> list[
     return out
 
 
+def _steps(a: Launch, b: Launch, types: Sequence[str]) -> tuple[int, ...] | None:
+    """What each argument of launch `b` adds to `a`'s, when every difference is a constant a
+    repeated member can apply (bytes in one allocation for a pointer, a value for an integer);
+    None otherwise."""
+    out = []
+    for x, y, ty in zip(a.args, b.args, types, strict=True):
+        if x == y:
+            out.append(0)
+            continue
+        if isinstance(x, BufferArg) and isinstance(y, BufferArg):
+            if not (isinstance(x.address, DevRef) and isinstance(y.address, DevRef)
+                    and x.address.buffer == y.address.buffer
+                    and re.fullmatch(r"ptr( addrspace\(\d+\))?", ty)):
+                return None
+            d = y.address.offset - x.address.offset
+        elif isinstance(x, ScalarArg) and isinstance(y, ScalarArg):
+            if not (isinstance(x.value, Expr) and isinstance(y.value, Expr)
+                    and x.type == y.type and re.fullmatch(r"i\d+", ty)):
+                return None
+            d = y.value - x.value
+        else:
+            return None
+        if not d.is_const:
+            return None
+        out.append(d.const)
+    return tuple(out)
+
+
+def repeat_runs(entries: Sequence[tuple[Member, Launch, Sequence[str]]]
+                ) -> list[tuple[Member, Launch, Sequence[str]]]:
+    """Horizontal members, with every run of launches of one kernel and shape whose arguments
+    step by constants (a host loop's iterations: the k-th launch's argument i is the first's
+    plus k * stride_i) made one repeated member: its code is in the fused kernel once, and each
+    block computes its repetition and arguments, instead of finding its member among many."""
+    out: list[tuple[Member, Launch, Sequence[str]]] = []
+    i = 0
+    while i < len(entries):
+        m, launch, types = entries[i]
+        j, steps = i + 1, None
+        if m.mapping == BLOCK and m.blocks is None and m.repeat == 1 and not m.barrier_before:
+            while j < len(entries):
+                m2, l2, t2 = entries[j]
+                s = _steps(launch, l2, types) if (m2 == m and list(t2) == list(types)) else None
+                if s is None or (steps is None and not any(s)):
+                    break
+                k = j - i
+                if steps is None:
+                    steps = s
+                elif s != tuple(k * x for x in steps):
+                    break
+                j += 1
+        if steps is None or j - i < 2:
+            out.append(entries[i])
+            i += 1
+            continue
+        out.append((replace(m, repeat=j - i, strides=steps), launch, types))
+        i = j
+    return out
+
+
 def _types(launch: Launch, infos: dict[str, KernelInfo], fused: dict[str, FusedKernel]
            ) -> list[str]:
     if launch.mangled in fused:
@@ -420,6 +491,7 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     each; returns the module, the launches each group becomes, and the records."""
     specs: list[FusedKernelSpec] = []
     members: dict[GroupKey, list[int]] = {}  # group -> the cluster indices it fuses
+    firsts: dict[GroupKey, list[Launch]] = {}  # group -> each member's (first) launch
     for ri, gi, g in _groups(res.regions):
         if len(g.clusters) < 2 or (ri, gi) in state.disabled_groups:
             continue
@@ -435,9 +507,11 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             else:
                 m = g.clusters[ci].members[0]
             ms.append((m, launch, _types(launch, infos, fused1)))
+        ms = repeat_runs(ms)
         spec = FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms)))
         g.name = _dedup(spec, seen, specs)
         members[(ri, gi)] = cis
+        firsts[(ri, gi)] = [launch for _, launch, _ in ms]
     fm, bad = _build_specs(specs, ir)
     for s, why in bad:
         _disable_named(res, s.name, state)
@@ -452,7 +526,7 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             continue
         k = fm.kernel(g.name)
         rest = [x for ci, seq in enumerate(per_cluster) if ci not in cis for x in seq]
-        launches[(ri, gi)] = rest + [k.launch([per_cluster[ci][0] for ci in cis])]
+        launches[(ri, gi)] = rest + [k.launch(firsts[(ri, gi)])]
         cs = [g.clusters[ci] for ci in cis]
         reasons = [f"{c.name or c.nodes[0].label()}: independent of the others in "
                    f"level {g.level}" for c in cs]

@@ -114,6 +114,11 @@ class Member:
     barrier_before: bool = False  # vertical: a block barrier before this member
     mapping: ThreadMap = BLOCK
     blocks: int | None = None  # fused blocks this member needs (custom maps; else derived)
+    # horizontal, block map: the member stands for `repeat` launches of its kernel, one after
+    # another in the block range; launch k gets parameter i plus k * strides[i] (bytes for a
+    # pointer, the value for an integer; 0: the same argument), as a host loop's iterations do
+    repeat: int = 1
+    strides: tuple[int, ...] = ()
 
     @property
     def threads(self) -> int:
@@ -123,7 +128,7 @@ class Member:
         if self.blocks is not None:
             return self.blocks
         if self.mapping.kind == "block":
-            return prod(self.grid)
+            return prod(self.grid) * self.repeat
         if self.mapping.kind == "global":
             return -(-prod(self.grid) * self.threads // fused_threads)
         return None
@@ -140,6 +145,9 @@ class Member:
             out["map"] = self.mapping.to_json()
         if self.blocks is not None:
             out["blocks"] = self.blocks
+        if self.repeat != 1:
+            out["repeat"] = self.repeat
+            out["strides"] = list(self.strides)
         return out
 
     @staticmethod
@@ -153,7 +161,8 @@ class Member:
             mapping = ThreadMap(m)
         return Member(d["kernel"], _dim3(d["grid"]), _dim3(d["block"]), int(d.get("smem", 0)),
                       tuple(d["params"]) if "params" in d else None,
-                      bool(d.get("barrier_before", False)), mapping, d.get("blocks"))
+                      bool(d.get("barrier_before", False)), mapping, d.get("blocks"),
+                      int(d.get("repeat", 1)), tuple(int(x) for x in d.get("strides", ())))
 
 
 @dataclass(frozen=True, slots=True)

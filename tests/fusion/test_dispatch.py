@@ -1,6 +1,7 @@
 """The block dispatch of horizontal kernels (`assemble._dispatch`): for every block index of
 the grid, walking the emitted branches must reach exactly the member whose block range holds
-it (or `exit` when none does), in about log2(members) compares."""
+it (or `exit` when none does): by one `switch` in small grids, else in about log2(members)
+compares."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from sirius.fusion.codegen.assemble import _dispatch
+from sirius.fusion.codegen.assemble import SWITCH_BLOCKS, _dispatch
 
 BR = re.compile(r"^  br i1 %(\S+), label %(\S+), label %(\S+)$")
 JUMP = re.compile(r"^  br label %(\S+)$")
 CMP = re.compile(r"^  %(\S+) = icmp (ult|uge) i32 %bid, (\d+)$")
 AND = re.compile(r"^  %(\S+) = and i1 %(\S+), %(\S+)$")
+SWITCH = re.compile(r"^  switch i32 %bid, label %(\S+) \[$")
+CASE = re.compile(r"^    i32 (\d+), label %(\S+)$")
 
 
 def walk(lines: list[str], bid: int) -> tuple[str, int]:
@@ -30,7 +33,12 @@ def walk(lines: list[str], bid: int) -> tuple[str, int]:
     at, compares = "<start>", 0
     while at in blocks:
         values: dict[str, bool] = {}
-        for line in blocks[at]:
+        body = blocks[at]
+        if m := SWITCH.match(body[0]):
+            cases = {int(c.group(1)): c.group(2) for c in map(CASE.match, body[1:-1])}
+            assert body[-1] == "  ]" and len(cases) == len(body) - 2
+            return cases.get(bid, m.group(1)), 1
+        for line in body:
             if m := CMP.match(line):
                 compares += 1
                 v = int(m.group(3))
@@ -50,12 +58,14 @@ def walk(lines: list[str], bid: int) -> tuple[str, int]:
 
 @pytest.mark.parametrize("sizes,grid", [
     ([4, 2], 6), ([3], 3), ([3], 5), ([1] * 8, 8), ([2, 5, 1, 7, 3], 18), ([2, 5, 1, 7, 3], 30),
-    ([4, 0, 4], 8), ([1] * 64, 64)])
+    ([4, 0, 4], 8), ([1] * 64, 64), ([20, 30], 50), ([40, 0, 40], 80), ([7] * 9, 70),
+    ([33], 40), ([10, 20, 30, 40, 50], 150)])
 def test_every_block_reaches_its_member(sizes: list[int], grid: int) -> None:
     firsts = [sum(sizes[:i]) for i in range(len(sizes))]
     members = [SimpleNamespace(index=i, first_block=f, blocks=n)
                for i, (f, n) in enumerate(zip(firsts, sizes, strict=True))]
     lines = _dispatch(members, "%bid", grid)  # type: ignore[arg-type]
+    assert lines[0].startswith("  switch") == (grid <= SWITCH_BLOCKS)
     for bid in range(grid):
         want = next((f"m{i}" for i, (f, n) in enumerate(zip(firsts, sizes, strict=True))
                      if f <= bid < f + n), "exit")

@@ -124,3 +124,51 @@ def test_unsigned_min_of_a_value_that_may_be_negative_is_refused():
     assert isinstance(got, Unknown) and "may be negative" in got.reason
     ok = signed_minmax("min", Int(Expr(9) - t, 32), Int(Expr(3), 32), 32, True, {"t": (0, 9)})
     assert ok == Int((Expr(9) - t).minmax("min", 3), 32)
+
+
+# repeated members: the unrolled iterations as one member whose blocks compute their arguments --
+def members(res: FuseResult):
+    (rec,) = res.fused
+    return rec.kernel.spec.members
+
+
+def test_iterations_become_one_repeated_member():
+    res = fused("planes.cu")
+    (m,) = members(res)
+    assert (m.repeat, m.strides, m.grid) == (8, (0, 0, 1), (4, 1, 1))  # p steps by 1
+    (rec,) = res.fused
+    assert rec.kernel.grid == (32, 1, 1) and len(rec.nodes) == 8
+
+
+def test_pointer_views_step_by_a_row_and_a_float_argument_does_not():
+    res = fused("row_views.cu")
+    (m,) = members(res)
+    assert m.repeat == 6 and m.strides == (192 * 4, 192 * 4, 1, 0)
+    verified(res)
+    apart = fuse([PROGRAMS / "row_views.cu"], Options(), flags=["-DFLOAT_ARG"])
+    assert [x.repeat for x in members(apart)] == [1] * 6 and apart.launches_after == 1
+    verified(apart)
+
+
+def test_repeat_runs_breaks_where_a_step_changes():
+    from sirius.analysis.expr import Expr
+    from sirius.analysis.host.model import BufferArg, DevRef, Launch, ScalarArg
+    from sirius.fusion.driver import repeat_runs
+    from sirius.fusion.spec import Member
+
+    m = Member("k", (2, 1, 1), (32, 1, 1))
+    one = (Expr(1), Expr(1), Expr(1))
+
+    def launch(off: int, n: int, buf: str = "a") -> Launch:
+        return Launch("k", "k", one, one, Expr(0),
+                      (BufferArg(DevRef(buf, Expr(off))), ScalarArg("i32", Expr(n))))
+
+    types = ("ptr", "i32")
+    runs = repeat_runs([(m, launch(0, 5), types), (m, launch(64, 5), types),
+                        (m, launch(128, 5), types), (m, launch(200, 5), types),
+                        (m, launch(0, 1, "b"), types), (m, launch(0, 2, "c"), types)])
+    # 0, 64, 128 step by 64; 200 does not; buffers b and c are different allocations
+    assert [(x.repeat, x.strides) for x, _, _ in runs] == [(3, (64, 0)), (1, ()), (1, ()),
+                                                          (1, ())]
+    same = repeat_runs([(m, launch(0, 5), types)] * 3)  # identical launches: nothing steps
+    assert [x.repeat for x, _, _ in same] == [1, 1, 1]

@@ -92,11 +92,16 @@ attributes #0 = { convergent nounwind "target-cpu"="sm_80" "target-features"="+p
 ; CHECK-LABEL: define dso_local ptx_kernel void @fused(ptr %x, i32 %n, ptr %x.2, ptr %out) #{{[0-9]+}} {
 ; CHECK: %[[TID:tidx[0-9]+]] = call range(i32 0, 128) i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 ; CHECK: %[[BID:ctaidx[0-9]+]] = call range(i32 0, 6) i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
-; the dispatch: one compare splits the blocks between the two members (the grid has 6 blocks:
-; none past the second member's range, so no other check)
-; CHECK: %d0.lt = icmp ult i32 %[[BID]], 4
-; CHECK-NEXT: br i1 %d0.lt, label %m0, label %m1
-; CHECK-NOT: icmp ult i32 %[[BID]], 6
+; the dispatch: a switch on the block index (a grid of 6 blocks: blocks 0-3 run the first
+; member, 4-5 the second, anything else nothing)
+; CHECK: switch i32 %[[BID]], label %exit [
+; CHECK-NEXT: i32 0, label %m0
+; CHECK-NEXT: i32 1, label %m0
+; CHECK-NEXT: i32 2, label %m0
+; CHECK-NEXT: i32 3, label %m0
+; CHECK-NEXT: i32 4, label %m1
+; CHECK-NEXT: i32 5, label %m1
+; CHECK-NEXT: ]
 ; CHECK: %[[REL0:rel[0-9]+]] = sub i32 %[[BID]], 0
 ; CHECK-NEXT: call void @fused.m0(ptr %x, i32 %n, i32 %[[TID]], i32 0, i32 0, i32 %[[REL0]], i32 0, i32 0, i32 128, i32 1, i32 1, i32 4, i32 1, i32 1)
 ; CHECK: %[[REL1:rel[0-9]+]] = sub i32 %[[BID]], 4

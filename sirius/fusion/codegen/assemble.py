@@ -167,7 +167,8 @@ class Assembler:
         facts, _ = frag.closure(self.view, name, self.shared, self.cache)
         sets = member_id_sets(m, prod(block))
         ids = sets[0]
-        ranges = variable_ranges(block, grid, rng[1])
+        # a repeated member's ids see one repetition's blocks (the block index modulo them)
+        ranges = variable_ranges(block, grid, rng[1] // m.repeat)
         guards: list[Guard] = []
         for k, one in enumerate(sets):
             try:
@@ -431,6 +432,10 @@ class Assembler:
                 w.scope()
                 menv = dict(env)
                 menv["block"] = w.emit(f"sub i32 {env['block']}, {pm.first_block}", "rel")
+                if pm.member.repeat > 1:  # which repetition, and the block within it
+                    nb = prod(pm.member.grid)
+                    menv[_REP] = w.emit(f"udiv i32 {menv['block']}, {nb}", "rep")
+                    menv["block"] = w.emit(f"urem i32 {menv['block']}, {nb}", "rel")
                 out += w.flush()
                 out += self.member_code(spec, pm, w, menv, fparam, "exit")
         out += ["exit:", "  ret void", "}"]
@@ -472,7 +477,11 @@ class Assembler:
         args = []
         for j in range(len(self.view.functions[m.kernel].args)):
             p = fparam[(pm.index, j)]
-            args.append(f"{p.type} %{_local(p.name)}")
+            value = f"%{_local(p.name)}"
+            if m.repeat > 1 and m.strides[j]:
+                value = self.repeated(spec, pm, w, env[_REP], p.type, value, m.strides[j])
+                out += w.flush()
+            args.append(f"{p.type} {value}")
         dims = list(m.block) + list(m.grid)
         args += [f"i32 {v}" for v in ids[3:] + ids[:3]] + [f"i32 {d}" for d in dims]
         call = f"  call void {irtext.global_ref(pm.fragment)}({', '.join(args)}){w.loc}"
@@ -480,6 +489,25 @@ class Assembler:
             return out + [call, f"  br label %{nxt}"]
         return out + [f"  br i1 {cond}, label %{here}.run, label %{nxt}",
                       f"{here}.run:", call, f"  br label %{nxt}"]
+
+    def repeated(self, spec: FusedKernelSpec, pm: _Member, w: Writer, rep: str, ty: str,
+                 value: str, stride: int) -> str:
+        """A repeated member's argument in repetition `rep`: `value + rep * stride` (bytes
+        past a pointer, or added to an integer)."""
+        base = ty.split()[0] if ty.startswith("ptr") else ty
+        if ty.startswith("ptr"):
+            wide = w.emit(f"zext i32 {rep} to i64", "rep")
+            off = w.emit(f"mul i64 {wide}, {stride}", "off")
+            space = re.match(r"ptr( addrspace\(\d+\))?", ty).group(0)
+            return w.emit(f"getelementptr i8, {space} {value}, i64 {off}", "arg")
+        if re.fullmatch(r"i(\d+)", base):
+            bits = int(base[1:])
+            r = rep if bits == 32 else w.emit(
+                f"{'zext' if bits > 32 else 'trunc'} i32 {rep} to {base}", "rep")
+            off = w.emit(f"mul {base} {r}, {stride}", "off")
+            return w.emit(f"add {base} {value}, {off}", "arg")
+        raise self.fail(spec, f"repeats with a stride on a {ty} parameter; only pointers and "
+                        "integers step", pm.index)
 
     def member_param(self, spec: FusedKernelSpec, mi: int, j: int) -> str:
         h = irtext.parse_header(self.view.functions[spec.members[mi].kernel].text
@@ -512,6 +540,8 @@ class Assembler:
 
 
 _SYNC = "llvm.nvvm.barrier.cta.sync.aligned.all"
+_REP = "#rep"  # a repeated member's repetition index in its env
+SWITCH_BLOCKS = 32  # horizontal grids up to this many blocks dispatch by a switch
 _BARRIER_DECLS = {"sync": "declare void @{}(i32, i32)", "popc": "declare i32 @{}(i32, i32, i1)",
                   "and": "declare i1 @{}(i32, i32, i1)", "or": "declare i1 @{}(i32, i32, i1)"}
 
@@ -520,7 +550,14 @@ def _dispatch(members: list[_Member], block: str, blocks: int) -> list[str]:
     """A horizontal kernel's dispatch: a balanced binary search of the block index over the
     members' block ranges (in increasing order), so a block finds its member in about
     log2(members) compares; a block in no member's range goes to `exit`. Each leaf checks
-    only the bounds its path (and the grid's `blocks`) have not already established."""
+    only the bounds its path (and the grid's `blocks`) have not already established. A grid of
+    at most `SWITCH_BLOCKS` blocks gets a `switch` on the block index instead (LLVM lowers it
+    to a jump table or its own search; it makes that switch of the compares itself when every
+    member has one block)."""
+    if blocks <= SWITCH_BLOCKS:
+        cases = [f"    i32 {b}, label %m{pm.index}" for pm in members
+                 for b in range(pm.first_block, min(pm.first_block + pm.blocks, blocks))]
+        return [f"  switch i32 {block}, label %exit [", *cases, "  ]"]
     out: list[str] = []
     counter = iter(range(1 << 30))
 

@@ -152,6 +152,12 @@ def _check_names(view: ModuleView, specs: Sequence[FusedKernelSpec]) -> None:
             if m.barrier_before and s.arrangement == "horizontal":
                 raise CodegenError(f"{s.name}: member {i} asks for a barrier before it, but "
                                    "horizontal members run in different blocks")
+            if m.repeat != 1 and (m.repeat < 1 or s.arrangement != "horizontal"
+                                  or m.mapping.kind != "block" or m.blocks is not None
+                                  or len(m.strides) != len(fn.args)):
+                raise CodegenError(f"{s.name}: member {i} repeats {m.repeat} times; a repeated "
+                                   "member is horizontal, has the block map, and gives one "
+                                   f"stride per parameter ({len(fn.args)})")
             if len(fn.args) != len(m.param_map or fn.args):
                 raise CodegenError(f"{s.name}: member {i} ({m.kernel}) has {len(fn.args)} "
                                    f"parameters; its param_map has {len(m.param_map or ())}")
