@@ -29,8 +29,10 @@ A program is a DAG of launches over float buffers, in the style of kernels/*.cu:
     `Features.parse("none")` gives the programs of the generator before extras.py (see the
     Features docstring).
 Launches form chains, forks (a value read by several launches), independent branches (fresh
-inputs) and diamonds. Host loops: ping-pong (a step from one buffer into another, optionally
-followed by an in-place activation, pointers swapped every iteration), in place (one buffer
+inputs) and diamonds. Host loops: maps over slices (iteration t maps slice t of an input into
+slice t of a new buffer: independent iterations), ping-pong (a step from one buffer into
+another, optionally followed by an in-place activation, pointers swapped every iteration), in
+place (one buffer
 updated every iteration), slices (iteration t reads `d_x + t * n` and accumulates into one
 buffer) and a two-level recurrence nest (h[l+1][t+1] = f(h[l+1][t], h[l][t+1]) through offsets
 affine in l and t, the LSTM wavefront shape). Grids have partial last blocks wherever the block
@@ -368,7 +370,7 @@ class Builder(Extras):
         return True
 
     def step_loop(self) -> bool:
-        kind = choice(self.ch, ("pingpong", "inplace", "slices", "recurrence"))
+        kind = choice(self.ch, ("pingpong", "inplace", "slices", "recurrence", "map"))
         trips = self.ch.integer(2, 5)
         return getattr(self, f"loop_{kind}")(trips)
 
@@ -478,6 +480,25 @@ class Builder(Extras):
             tmp.written, tmp.bound, tmp.read_since_write = True, bound_in, True
         self.emit(HostLoop(trips, tuple(self.call(op, p) for op, p in plan)), cost * trips)
         self.wrote(acc, bound)
+        return True
+
+    def loop_map(self, trips: int) -> bool:
+        """Iteration t maps slice t of an input into slice t of a new buffer (a kernel launched
+        once per plane): the iterations are independent, so fusion unrolls the loop and makes
+        its launches one repeated member."""
+        rows, cols = self.dims()
+        rows = max(1, min(rows, MAX_ELEMS // (cols * trips)))
+        n = rows * cols
+        xs = self.new_var("xs", rows * trips, cols, input=True)
+        op = self.elementwise(Var(xs.name, rows, cols, 1.0), None, False)
+        if op.cost * trips > self.budget:
+            return False
+        ys = self.new_var("ys", rows * trips, cols)
+        xs.read_since_write = True
+        self.emit(HostLoop(trips, (self.call(op, [Ptr(xs.name, strides=(("t", n),)),
+                                                  Ptr(ys.name, strides=(("t", n),))]),)),
+                  op.cost * trips)
+        self.wrote(ys, op.bound([1.0]))
         return True
 
     def loop_recurrence(self, trips: int) -> bool:
