@@ -39,12 +39,15 @@ def _quiet(_: str) -> None:
 def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: str = "main",
          flags: Sequence[str] = (), use_cache: bool = True,
          progress: Progress = _quiet, passes: Sequence[ModulePass] | None = None,
-         argv: Sequence[str] | None = None) -> FuseResult:
+         argv: Sequence[str] | None = None,
+         on_original: Callable[[Original], None] | None = None) -> FuseResult:
     """Compile, analyse and fuse a whole CUDA program; the result carries the original, the
     plan, the fused host program, the fused device module and its PTX. `passes`: the
     post-fusion pipeline (default `sirius.postopt.DEFAULT_PASSES`; `()` runs none); `argv`:
     the program's arguments (the host model, and so the fused program, is specialised to
-    them)."""
+    them). `on_original(original)` is called as soon as the original program is analysed
+    (compiled, host model and kernel facts), before any fusion work: `sirius verify` starts the
+    original's reference run there."""
     options = options or Options()
     paths = tuple(Path(f) for f in files)
     t0 = time.perf_counter()
@@ -55,6 +58,8 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
     kernels = kernel_infos(device)                                               # kernel facts
     host_program = extract_host_program(host, device, entry, argv)               # host model
     original = Original(program, tuple(kernels), host_program)
+    if on_original is not None:
+        on_original(original)
     analysed = kernel_summaries_and_uar(original)                # kernel summaries -> UAR
     analysis_seconds = time.perf_counter() - t0
     plan = plan_fusion(analysed, options, progress)              # fusion plan

@@ -38,14 +38,39 @@ def post_passes(args: argparse.Namespace):
     return None if args.passes is None else parse_pipeline(args.passes)
 
 
-def fuse_from_args(args: argparse.Namespace, say):
+def fuse_from_args(args: argparse.Namespace, say, on_original=None):
     from sirius.pipeline import fuse
 
     flags = clang_flags(args)
     passes = post_passes(args)  # a bad pipeline fails before any work
     return fuse([Path(f) for f in args.files], _options(args), entry=args.entry, flags=flags,
                 use_cache=not args.no_cache, progress=say, passes=passes,
-                argv=program_argv(args))
+                argv=program_argv(args), on_original=on_original)
+
+
+class Reference:
+    """The original's reference run, started in a worker process as soon as the original is
+    analysed (`on_original`), so that it runs on an idle core while the fusion is built;
+    `head` is then handed to verify_fused. Only where a second core and worker processes are
+    there to use (`jobs` None or > 1); `close` ends it when it was not used (the fusion
+    failed, nothing to verify)."""
+
+    def __init__(self, seed: int, jobs: int | None):
+        self.seed, self.jobs = seed, jobs
+        self.head = None
+
+    def __call__(self, original) -> None:
+        import os
+
+        from sirius.verify.differential import start_reference
+
+        if self.jobs == 1 or (self.jobs is None and (os.cpu_count() or 1) < 2):
+            return
+        self.head = start_reference(original, self.seed)
+
+    def close(self) -> None:
+        if self.head is not None:
+            self.head.close()
 
 
 def summary(res) -> str:
@@ -131,7 +156,8 @@ def _unchanged(res) -> bool:
         res.device_ir == res.original.program.device_ir
 
 
-def check(res, args: argparse.Namespace, say) -> tuple[dict, int]:
+def check(res, args: argparse.Namespace, say, ref: Reference | None = None
+          ) -> tuple[dict, int]:
     """Verify the fused program unless --no-verify; (what plan.json records, exit status)."""
     from sirius.verify.differential import verify_fused
     from sirius.verify.result import MISMATCH, ORDER_DEPENDENT
@@ -142,7 +168,7 @@ def check(res, args: argparse.Namespace, say) -> tuple[dict, int]:
         return {"ran": False, "reason": "not needed: nothing was fused or rewritten, the "
                 "fused program is the original"}, 0
     rep = verify_fused(res.original, res, seed=args.seed, orders=default_orders(args.seed),
-                       progress=say)
+                       progress=say, head=ref.head if ref is not None else None)
     if rep.status == MISMATCH:
         say.done("verification failed")
         lines = [f"  {r.mismatch_line()}" for r in rep.failed()[:8]]
@@ -171,13 +197,17 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
     check_inputs([Path(f) for f in args.files])
     out = output_dir(args)  # before any work: a bad -o fails now
     say = progress(args.quiet)
+    ref = None if args.no_verify else Reference(args.seed, None)
     try:
-        res = fuse_from_args(args, say)
-        verification, status = check(res, args, say)
+        res = fuse_from_args(args, say, ref)
+        verification, status = check(res, args, say, ref)
     except BaseException:
         if out is not None:
             out.discard()
         raise
+    finally:
+        if ref is not None:
+            ref.close()
     if status != 0:
         if out is not None:
             out.discard()

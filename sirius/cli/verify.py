@@ -11,7 +11,14 @@ from pathlib import Path
 
 from sirius.cli.bench import gpu_device, verify_on_gpu
 from sirius.cli.common import program_args, report_args
-from sirius.cli.fuse import default_orders, fuse_from_args, fusion_args, progress, summary
+from sirius.cli.fuse import (
+    Reference,
+    default_orders,
+    fuse_from_args,
+    fusion_args,
+    progress,
+    summary,
+)
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -21,14 +28,19 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     check_inputs([Path(f) for f in args.files])
     device = gpu_device(args) if args.device == "gpu" else None  # a missing GPU: said first
     say = progress(args.quiet)
-    res = fuse_from_args(args, say)
-    print(summary(res), file=sys.stderr if args.json else sys.stdout)
-    if device is not None:
-        return verify_on_gpu(res, device, args, say)
     orders = tuple(args.order) if args.order else default_orders(args.seed)
-    rep = verify_fused(res.original, res, seed=args.seed, orders=orders, progress=say,
-                       exact=args.exact, jobs=args.jobs, fail_fast=args.fail_fast,
-                       launch_progress=say.tick)
+    ref = Reference(args.seed, args.jobs) if device is None else None
+    try:
+        res = fuse_from_args(args, say, ref)
+        print(summary(res), file=sys.stderr if args.json else sys.stdout)
+        if device is not None:
+            return verify_on_gpu(res, device, args, say)
+        rep = verify_fused(res.original, res, seed=args.seed, orders=orders, progress=say,
+                           exact=args.exact, jobs=args.jobs, fail_fast=args.fail_fast,
+                           launch_progress=say.tick, head=ref.head if ref else None)
+    finally:
+        if ref is not None:
+            ref.close()
     say.done()
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))

@@ -25,7 +25,7 @@ from sirius.verify.compare import TOLERANCES, Comparison, compare, tol_text, tol
 from sirius.verify.counters import Counters
 from sirius.verify.observe import Compared, Observation, as_original, observe, observed
 from sirius.verify.result import OrderDependence, VerifyReport, VerifyRow
-from sirius.verify.runs import RunContext, Runner, RunOutput, RunSpec
+from sirius.verify.runs import HeadStart, RunContext, Runner, RunOutput, RunSpec
 
 __all__ = ["ORDERS", "TOLERANCES", "Comparison", "Compared", "Observation", "OrderDependence",
            "VerifyReport", "VerifyRow", "compare", "observe", "observed", "tolerance_text",
@@ -62,13 +62,35 @@ def _run(host, program, kernels, order: str, seed: int, check_bounds: bool, dtyp
     return run_host_program(host, program, kernels, dev, seed=seed, order=order, dtypes=dtypes)
 
 
+def start_reference(original, seed: int = 7,
+                    original_orders: Sequence[str] = ORIGINAL_ORDERS) -> HeadStart | None:
+    """The original's reference run (its first order), started now in a worker process of its
+    own, to be handed to `verify_fused(..., head=...)` once the fusion is built: it keeps every
+    buffer the original observes (`observed`), which is all a comparison can ask of it. None
+    where a second process cannot start (then verify_fused runs it as before)."""
+    from sirius.runtime.interpreter import buffer_dtypes
+
+    names, _ = observed(original.host)
+    side = (original.host, original.program.device_ir, tuple(original.program.files))
+    kernels = tuple(original.kernels)
+    ctx = RunContext(side, side, {"original": kernels, "fused": kernels}, seed,
+                     buffer_dtypes(original.host, {k.mangled: k for k in kernels}),
+                     {"original": frozenset(names), "fused": frozenset(names)})
+    first = original_orders[0]
+    try:
+        return HeadStart(ctx, RunSpec("original", first),
+                         f"running the original program ({first} order, seed {seed})")
+    except (OSError, ValueError, ImportError):
+        return None
+
+
 def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDERS,
                  exact: bool = False, check_bounds: bool = True,
                  original_orders: Sequence[str] = ORIGINAL_ORDERS,
                  progress: Callable[[str], None] | None = None, jobs: int | None = 1,
                  fail_fast: bool = False,
                  launch_progress: Callable[[str], None] | None = None,
-                 keep: Collection[str] = ()) -> VerifyReport:
+                 keep: Collection[str] = (), head: HeadStart | None = None) -> VerifyReport:
     """Run `original` in the first of `original_orders` (no bounds checks; the reference) and
     `fused` under every order of `orders`, on the same seeded inputs, and compare the
     observable buffers. The original runs in the other `original_orders` only when a fused run
@@ -88,7 +110,9 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     that differs or faults (the runs not finished are named in `rep.notes`).
     `launch_progress(line)` is called after every launch of every run. `keep`: buffers whose
     initial and final contents come back as well, in `rep.first_runs` (the original's reference
-    run and the fused run in the first order), for a caller that checks them another way."""
+    run and the fused run in the first order), for a caller that checks them another way.
+    `head`: the reference run, started ahead (`start_reference`); used when it is that run with
+    these inputs and keeps every buffer compared, else ended and run again here."""
     say = progress or (lambda _line: None)
     t0 = time.perf_counter()
     first, *others = original_orders
@@ -169,9 +193,19 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
         return True
 
     checked = ", bounds checked" if check_bounds else ""
+    if head is not None and not (
+            not keep and head.spec == RunSpec("original", first) and head.ctx.seed == seed
+            and head.ctx.original[0] is original.host
+            and head.ctx.keep["original"] >= ctx.keep["original"]
+            and head.ctx.dtypes == ctx.dtypes):
+        head.close()
+        head = None
     with runner:
-        runner.submit(RunSpec("original", first), f"running the original program ({first} "
-                      f"order, seed {seed})")
+        if head is not None:
+            runner.adopt(head)
+        else:
+            runner.submit(RunSpec("original", first), f"running the original program "
+                          f"({first} order, seed {seed})")
         for order in second:
             asked.add(order)
             runner.submit(RunSpec("original", order), "running the original program again "

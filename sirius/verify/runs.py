@@ -34,7 +34,7 @@ import numpy as np
 
 from sirius.diagnostics import Location, SiriusError
 
-__all__ = ["RunContext", "RunOutput", "RunSpec", "Runner"]
+__all__ = ["HeadStart", "RunContext", "RunOutput", "RunSpec", "Runner"]
 
 
 @dataclass(frozen=True)
@@ -160,6 +160,40 @@ def pool_context():
     return mctx
 
 
+def _end_pool(pool: ProcessPoolExecutor) -> None:
+    """Shut `pool` down now, ending its worker processes (ours) that still run."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(5)
+
+
+class HeadStart:
+    """One run started ahead of the others, in a worker process of its own, while this process
+    does other work: `sirius verify` runs the original program (the reference every fused run
+    is compared with) while the fusion is built, on a core the fusion, one Python thread, leaves
+    idle. `Runner.adopt` takes it over; `close` ends it if nobody does."""
+
+    def __init__(self, ctx: RunContext, spec: RunSpec, message: str):
+        self.ctx, self.spec, self.message = ctx, spec, message
+        mctx = pool_context()
+        self.queue = mctx.Queue()
+        self.pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
+            1, mp_context=mctx, initializer=_init, initargs=(ctx, self.queue))
+        self.future = self.pool.submit(_worker, spec, 1)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            _end_pool(self.pool)
+            self.pool = None
+        if self.queue is not None:
+            self.queue.close()
+            self.queue = None
+
+
 class Runner:
     """Runs `RunSpec`s of one `RunContext`: over `jobs` worker processes (None: one per core;
     1: in this process, one after another). `tick(key, done, total)` is called after each
@@ -184,6 +218,7 @@ class Runner:
         self.futures: dict[Future, RunSpec] = {}
         self.cancelled: list[RunSpec] = []
         self.seen: dict[str, int] = {}  # run key -> launches reported (ticks come in order)
+        self.heads: list[HeadStart] = []  # runs started ahead, adopted
 
     def __enter__(self) -> Runner:
         if self.workers > 1:
@@ -224,6 +259,12 @@ class Runner:
             # pickle, no processes left): every run goes on here, as without a pool
             self._broken(e, spec)
 
+    def adopt(self, head: HeadStart) -> None:
+        """Take over a run started ahead: its result comes out of `results` like the others'."""
+        self.started(head.message + " (started during the fusion)")
+        self.heads.append(head)
+        self.futures[head.future] = head.spec
+
     def pending(self) -> int:
         return len(self.futures) + len(self.waiting)
 
@@ -263,24 +304,17 @@ class Runner:
     def _stop_pool(self) -> None:
         """Shut the pool down now, ending its worker processes (ours) that still run."""
         assert self.pool is not None
-        procs = list((getattr(self.pool, "_processes", None) or {}).values())
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-        for p in procs:
-            p.join(5)
+        _end_pool(self.pool)
         self.pool = None
 
     def _drain(self) -> None:
-        if self.queue is None:
-            return
-        while True:
-            try:
-                key, done, total = self.queue.get_nowait()
-            except (queue.Empty, OSError, ValueError):
-                return
-            self._tick(key, done, total)
+        for q in (self.queue, *(h.queue for h in self.heads)):
+            while q is not None:
+                try:
+                    key, done, total = q.get_nowait()
+                except (queue.Empty, OSError, ValueError):
+                    break
+                self._tick(key, done, total)
 
     def _tick(self, key: str, done: int, total: int) -> None:
         """Report a worker's launch once, whichever way (queue or result) it comes first."""
@@ -298,3 +332,5 @@ class Runner:
         if self.queue is not None:
             self.queue.close()
             self.queue = None
+        for h in self.heads:
+            h.close()

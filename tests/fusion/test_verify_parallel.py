@@ -154,3 +154,42 @@ def test_a_worker_whose_parent_ends_before_its_start_is_quiet() -> None:
     assert "EOFError" in run("import multiprocessing as mp; mp.set_forkserver_preload([])")
     # ... and the pool's context silences it
     assert "Traceback" not in run("pool_context()")
+
+
+def test_the_reference_run_started_ahead_gives_the_same_report() -> None:
+    from sirius.verify.differential import start_reference
+
+    e, _ = chain()
+    said: list[str] = []
+    head = start_reference(e, seed=7)
+    assert head is not None
+    ahead = verify_fused(e, fused_chain(), jobs=2, progress=said.append, head=head)
+    plain = verify_fused(e, fused_chain(), jobs=2)
+    assert ahead.ok and _rows(ahead) == _rows(plain) and ahead.counters() == plain.counters()
+    assert any("started during the fusion" in s for s in said), said
+    assert head.pool is None  # ended with the runner
+    # a mismatch is still found when the reference came ahead
+    bad = verify_fused(e, dropped_launch(), jobs=2, head=start_reference(e, seed=7))
+    assert not bad.ok and len(bad.failed()) == 3
+
+
+def test_a_reference_run_for_other_inputs_is_not_used() -> None:
+    from sirius.verify.differential import start_reference
+
+    e, _ = chain()
+    said: list[str] = []
+    head = start_reference(e, seed=8)  # verify below uses seed 7
+    rep = verify_fused(e, fused_chain(), jobs=2, progress=said.append, head=head)
+    assert rep.ok and head.pool is None
+    assert not any("started during the fusion" in s for s in said)
+    assert _rows(rep) == _rows(verify_fused(e, fused_chain(), jobs=1))
+
+
+def test_cli_verify_starts_the_reference_during_the_fusion() -> None:
+    prog = str(ROOT / "kernels" / "elementwise_chain.cu")
+    out = run_cli("verify", prog, "-j", "2")
+    assert out.returncode == 0, out.stderr
+    assert "running the original program (forward order, seed 7) (started during the fusion)" \
+        in out.stderr
+    serial = run_cli("verify", prog, "-j", "1")
+    assert serial.returncode == 0 and "started during the fusion" not in serial.stderr
