@@ -106,7 +106,8 @@ def planted(monkeypatch):
 
     real = cli_fuse.fuse_from_args
     monkeypatch.setattr(cli_fuse, "fuse_from_args",
-                        lambda args, say: _shorten_fused_launch(real(args, say), N - 256))
+                        lambda args, say, *ref: _shorten_fused_launch(real(args, say, *ref),
+                                                                      N - 256))
 
 
 def _expected_first_mismatch() -> tuple[str, str]:
