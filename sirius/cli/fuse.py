@@ -23,7 +23,8 @@ def progress(quiet: bool) -> Reporter:
 def _options(args: argparse.Namespace) -> Options:
     return Options(arch=args.arch, arrangement=args.arrangement,
                    split_storage=not args.no_split_storage, wavefront=not args.no_wavefront,
-                   cross_syncs=not args.keep_syncs, unroll=args.unroll)
+                   cross_syncs=not args.keep_syncs, unroll=args.unroll,
+                   prune=not args.keep_launches)
 
 
 def post_passes(args: argparse.Namespace):
@@ -232,6 +233,9 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
                          "splitting)")
     sp.add_argument("--no-wavefront", action="store_true",
                     help="do not skew host loop nests into wavefronts")
+    sp.add_argument("--keep-launches", action="store_true",
+                    help="keep dead launches (nothing reads what they write) and launches that "
+                         "repeat an identical one on the same inputs (default: removed)")
     sp.add_argument("--unroll", type=int, default=64, metavar="N",
                     help="unroll a host loop whose iterations are independent when it runs at "
                          "most N launches, so that they can fuse (default 64; 0: never)")

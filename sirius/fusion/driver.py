@@ -95,6 +95,7 @@ class FuseResult:
     wavefront: object | None
     ptx: str = ""
     syncs: object | None = None  # plan.syncs.SyncCrossing: the host syncs crossed and kept
+    pruned: object | None = None  # plan.prune.PruneResult: the launches removed
     resources: dict[str, KernelResources] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     passes: tuple[ModulePass, ...] = DEFAULT_PASSES  # the post-fusion pipeline
@@ -149,6 +150,7 @@ class Plan:
     wavefront: object | None
     seconds: dict[str, float]
     syncs: object | None = None  # plan.syncs.SyncCrossing
+    pruned: object | None = None  # plan.prune.PruneResult
 
 
 def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Plan:
@@ -156,7 +158,17 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
     kernels = list(a.original.kernels)
     host, uar = a.original.host, a.uar
     secs: dict[str, float] = {}
-    storage = wave = syncs = None
+    storage = wave = syncs = pruned = None
+    if options.prune:
+        from sirius.fusion.plan.prune import prune_launches
+
+        t = time.perf_counter()
+        pruned = prune_launches(host, uar, kernels)
+        if pruned.host is not host:
+            progress(f"launches: {len(pruned.pruned)} dead or repeated launch(es) removed")
+            host = pruned.host
+            uar = build_uar(a.view, kernels, host, a.analyzer)
+        secs["prune"] = time.perf_counter() - t
     if options.cross_syncs:
         from sirius.fusion.plan.syncs import cross_idle_syncs
 
@@ -191,7 +203,7 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
     progress(f"planning ({options.arrangement} arrangement)")
     regions = Planner(host, uar, kernels, options).plan()
     secs["planning"] = time.perf_counter() - t
-    return Plan(a, options, host, uar, regions, storage, wave, secs, syncs)
+    return Plan(a, options, host, uar, regions, storage, wave, secs, syncs, pruned)
 
 
 def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
@@ -203,7 +215,7 @@ def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
     result = FuseResult(tuple(paths), plan.options, original, plan.host, plan.uar, plan.host,
                         original.program.device_ir, plan.regions, [], [], plan.storage,
                         plan.wavefront, seconds=dict(plan.seconds), syncs=plan.syncs,
-                        passes=DEFAULT_PASSES if passes is None else tuple(passes))
+                        pruned=plan.pruned, passes=DEFAULT_PASSES if passes is None else tuple(passes))
     _generate(result, original.kernels, progress)
     return result
 

@@ -44,6 +44,7 @@ def plan_json(res: FuseResult, verification: dict | None = None) -> dict:
         "storage": _storage_json(res),
         "wavefront": _wave_json(res),
         "unrolled": [u.to_json() for u in res.wavefront.unrolled] if res.wavefront else [],
+        "pruned": [p.to_json() for p in res.pruned.pruned] if res.pruned else [],
         "syncs": res.syncs.to_json() if res.syncs is not None else None,
         "not_fused": not_fused(res),
         "undone": list(res.undone),
@@ -250,6 +251,10 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
     lines += [f"- {n}" for n in loops] if loops else ["No host loop considered."]
     lines.append("")
     lines += syncs_md(res)
+    pruned = res.pruned.pruned if res.pruned is not None else ()
+    if pruned:
+        lines += ["## Launches removed (dead or repeated)", ""] + [f"- {p}" for p in pruned]
+        lines.append("")
     lines += ["## Not fused, and why", ""]
     nf = not_fused(res)
     lines += [f"- {x}" for x in nf] if nf else ["Every region is one kernel."]

@@ -146,7 +146,7 @@ def plan_for(src: Source, split: bool, arrangement: str):
             opts = Options(src.arch, arrangement, split)
             regions = Planner(base.host, base.uar, list(s.original.kernels), opts).plan()
             s.plans[key] = Plan(base.analysed, opts, base.host, base.uar, regions, base.storage,
-                                base.wavefront, dict(base.seconds), base.syncs)
+                                base.wavefront, dict(base.seconds), base.syncs, base.pruned)
     return s.plans[key]
 
 
@@ -189,7 +189,7 @@ def mixed_plan(req: Request):
     label = req.choices if isinstance(req.choices, str) else "per-region"
     opts = Options(req.source.arch, label, req.split_storage)
     return Plan(base.analysed, opts, base.host, base.uar, regions, base.storage,
-                base.wavefront, dict(base.seconds), base.syncs)
+                base.wavefront, dict(base.seconds), base.syncs, base.pruned)
 
 
 def build(req: Request, measure: bool = True):

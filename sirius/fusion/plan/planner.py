@@ -55,6 +55,7 @@ class Options:
     split_storage: bool = True
     wavefront: bool = True
     cross_syncs: bool = True  # idle host syncs between launches do not end a run (syncs.py)
+    prune: bool = True  # dead and repeated launches are removed (prune.py)
     unroll: int = 64  # host loops of independent launches running at most this many are
     # unrolled so that their iterations can fuse (wavefront.py); 0: never
 
