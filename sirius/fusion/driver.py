@@ -215,7 +215,8 @@ def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
     result = FuseResult(tuple(paths), plan.options, original, plan.host, plan.uar, plan.host,
                         original.program.device_ir, plan.regions, [], [], plan.storage,
                         plan.wavefront, seconds=dict(plan.seconds), syncs=plan.syncs,
-                        pruned=plan.pruned, passes=DEFAULT_PASSES if passes is None else tuple(passes))
+                        pruned=plan.pruned,
+                        passes=DEFAULT_PASSES if passes is None else tuple(passes))
     _generate(result, original.kernels, progress)
     return result
 

@@ -175,11 +175,11 @@ def test_fusion_happens(tmp_path, tmp_path_factory) -> None:
 
 
 def test_checks_catch_a_dropped_launch(tmp_path) -> None:
-    """Both checks see a wrong fused program. Program 3 ends with a matrix product into the
-    output d_t4 that reads only inputs; the fused host program without its last top-level
-    launch (the product, fused with others or not) leaves d_t4 as allocated, so d_t4 differs
-    from the original and from the reference. d_in0, written only by the host loop before it
-    (another region), stays right."""
+    """Both checks see a wrong fused program. Program 34 ends with a matrix product into the
+    output d_t9; the fused host program without its last top-level launch (the product, fused
+    with others or not) leaves d_t9 as allocated, so d_t9 differs from the original and from
+    the reference. d_in0, written only by the ping-pong host loops at the start (another
+    region), stays right."""
     from dataclasses import replace
 
     from sirius.analysis.host.model import Launch
@@ -187,8 +187,8 @@ def test_checks_catch_a_dropped_launch(tmp_path) -> None:
     from sirius.pipeline import fuse
     from sirius.verify.differential import verify_fused
 
-    prog = generate(3, features=PLAIN)
-    assert prog.calls()[-1].op.__class__.__name__ == "Matmul" and "d_t4" in prog.outputs
+    prog = generate(34, features=PLAIN)
+    assert prog.calls()[-1].op.__class__.__name__ == "Matmul" and "d_t9" in prog.outputs
     path = prog.write(tmp_path)
     res = fuse([path], Options(arrangement="auto"))
     ops = list(res.host.ops)
@@ -196,11 +196,11 @@ def test_checks_catch_a_dropped_launch(tmp_path) -> None:
     broken = replace(res, host=replace(res.host, ops=tuple(ops)))
     rep = verify_fused(res.original, broken, seed=3, orders=("forward",))
     failed = {r.buffer for r in rep.failed()}
-    assert "d_t4" in failed and "d_in0" not in failed
-    out = FuseOutcome(3, "auto", path)
-    reference_check(prog, broken, 3, out)
+    assert "d_t9" in failed and "d_in0" not in failed
+    out = FuseOutcome(34, "auto", path)
+    reference_check(prog, broken, 34, out)
     text = "\n".join(out.problems)
-    assert "fused outputs vs numpy reference" in text and "d_t4[" in text
+    assert "fused outputs vs numpy reference" in text and "d_t9[" in text
     assert "the original matches the reference" in text
 
 
