@@ -89,10 +89,18 @@ def prune_launches(host: HostProgram, uar: UAR, kernels: Sequence[KernelInfo]
             gone[id(st.op)] = Pruned(st.id, st.label, st.loc, "dead",
                                      "dead: nothing reads what it writes (no later launch or "
                                      "copy, in any iteration, may read a byte of it)")
+    index = _Index(uar)
+    earlier: dict[tuple, list[Statement]] = {}  # (body, launch without loc) -> launches so far
     for st in launches:
+        key = (_body(st), dataclasses.replace(st.op, loc=None))
+        seen = earlier.setdefault(key, [])
         if id(st.op) in gone or not _pure(st, infos):
+            seen.append(st)
             continue
-        first = _repeats(st, launches, uar, gone)
+        first = next((f for f in seen if id(f.op) not in gone
+                      and index.untouched_between(f, st) and not _reads_own_writes(f, uar)),
+                     None)
+        seen.append(st)
         if first is not None:
             gone[id(st.op)] = Pruned(st.id, st.label, st.loc, "repeated",
                                      f"repeats {first.id} on the same inputs (nothing in "
@@ -114,47 +122,39 @@ def _pure(st: Statement, infos: dict[str, KernelInfo]) -> bool:
         and not info.indirect_calls
 
 
-def _repeats(st: Statement, launches: list[Statement], uar: UAR, gone: dict[int, Pruned]
-             ) -> Statement | None:
-    """The earlier launch of the same body that `st` repeats, if one does."""
-    body_key = _body(st)
-    for first in launches:
-        if first is st:
-            return None
-        if id(first.op) in gone or _body(first) != body_key or not _same_launch(first, st):
-            continue
-        if _untouched_between(first, st, uar) and not _reads_own_writes(first, uar):
-            return first
-    return None
-
-
-def _same_launch(a: Statement, b: Statement) -> bool:
-    """The same launch, wherever in the source each is written."""
-    return dataclasses.replace(a.op, loc=None) == dataclasses.replace(b.op, loc=None)
-
-
 def _body(st: Statement) -> tuple:
     """Which host body (and so which iteration of the loops around it) `st` sits in."""
     return st.position[:-1], tuple(id(lp) for lp in st.loops)
 
 
-def _untouched_between(a: Statement, b: Statement, uar: UAR) -> bool:
-    """No operation between a and b in their body writes a byte a may read or write (WAR and
-    WAW from a, same iteration); no loop between them."""
-    body = a.loops[-1].body if a.loops else uar.program.ops
-    lo, hi = a.position[-1], b.position[-1]
-    if any(isinstance(op, Loop) for op in body[lo + 1:hi]):
-        return False
-    between = {st.id for st in uar.statements
-               if _body(st) == _body(a) and lo < st.position[-1] < hi}
-    depth = len(a.loops)
-    for d in uar.dependences:
-        if d.src != a.id or d.dst not in between or d.kind not in ("WAR", "WAW"):
-            continue
-        same = _same_iteration(d.relation, depth)
-        if not d.relation.intersect(same).is_empty():
+class _Index:
+    """The UAR's statements by host body and its dependences by source, for the repeat
+    check."""
+
+    def __init__(self, uar: UAR):
+        self.uar = uar
+        self.bodies: dict[tuple, list[Statement]] = {}
+        for st in uar.statements:
+            self.bodies.setdefault(_body(st), []).append(st)
+        self.deps_from: dict[str, list] = {}
+        for d in uar.dependences:
+            if d.kind in ("WAR", "WAW"):
+                self.deps_from.setdefault(d.src, []).append(d)
+
+    def untouched_between(self, a: Statement, b: Statement) -> bool:
+        """No operation between a and b in their body writes a byte a may read or write (WAR
+        and WAW from a, same iteration); no loop between them."""
+        body = a.loops[-1].body if a.loops else self.uar.program.ops
+        lo, hi = a.position[-1], b.position[-1]
+        if any(isinstance(op, Loop) for op in body[lo + 1:hi]):
             return False
-    return True
+        between = {st.id for st in self.bodies[_body(a)] if lo < st.position[-1] < hi}
+        depth = len(a.loops)
+        for d in self.deps_from.get(a.id, ()):
+            if d.dst in between and not d.relation.intersect(
+                    _same_iteration(d.relation, depth)).is_empty():
+                return False
+        return True
 
 
 def _same_iteration(like: isl.Map, depth: int) -> isl.Map:
