@@ -52,24 +52,35 @@ def fuse_from_args(args: argparse.Namespace, say, on_original=None):
 class Reference:
     """The original's reference run, started in a worker process as soon as the original is
     analysed (`on_original`), so that it runs on an idle core while the fusion is built;
-    `head` is then handed to verify_fused. Only where a second core and worker processes are
-    there to use (`jobs` None or > 1); `close` ends it when it was not used (the fusion
-    failed, nothing to verify). `SIRIUS_HEAD_START=0` in the environment turns it off (for
-    measuring what it gains)."""
+    `head` is then handed to verify_fused. Started only where it saves time: with the fused
+    runs one after another in this process (`serial`: `sirius fuse`), or when it saves a round
+    of the worker processes (`sirius verify`: 3 fused runs and the original take two rounds on
+    2 workers either way, one round instead of two on 3). `close` ends it when it was not used
+    (the fusion failed, nothing to verify). `SIRIUS_HEAD_START=0` turns it off,
+    `SIRIUS_HEAD_START=1` on whenever a second core is there (to measure what it gains)."""
 
-    def __init__(self, seed: int, jobs: int | None):
-        self.seed, self.jobs = seed, jobs
+    def __init__(self, seed: int, jobs: int | None, fused_runs: int, serial: bool = False):
+        self.seed, self.jobs, self.fused_runs, self.serial = seed, jobs, fused_runs, serial
         self.head = None
 
-    def __call__(self, original) -> None:
+    def wanted(self) -> bool:
         import os
 
+        cores = os.cpu_count() or 1
+        force = os.environ.get("SIRIUS_HEAD_START", "")
+        if force == "0" or cores < 2 or (self.jobs == 1 and not self.serial):
+            return False
+        if force == "1" or self.serial:
+            return True
+        workers = self.jobs or cores
+        n = self.fused_runs
+        return -(-n // workers) < -(-(n + 1) // workers)
+
+    def __call__(self, original) -> None:
         from sirius.verify.differential import start_reference
 
-        if self.jobs == 1 or (self.jobs is None and (os.cpu_count() or 1) < 2) \
-                or os.environ.get("SIRIUS_HEAD_START", "1") == "0":
-            return
-        self.head = start_reference(original, self.seed)
+        if self.wanted():
+            self.head = start_reference(original, self.seed)
 
     def close(self) -> None:
         if self.head is not None:
@@ -200,7 +211,7 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
     check_inputs([Path(f) for f in args.files])
     out = output_dir(args)  # before any work: a bad -o fails now
     say = progress(args.quiet)
-    ref = None if args.no_verify else Reference(args.seed, None)
+    ref = None if args.no_verify else Reference(args.seed, None, 3, serial=True)
     try:
         res = fuse_from_args(args, say, ref)
         verification, status = check(res, args, say, ref)
