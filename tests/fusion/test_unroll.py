@@ -42,7 +42,7 @@ def test_independent_planes_fuse_into_one_launch():
     assert u.rewritten and u.trips == 8 and u.launches == 8 and u.var == "p"
     verified(res)
     md = report_md(res)
-    assert "planes.cu:18:3: loop p: 8 independent iterations unrolled into 8 launches" in md
+    assert "planes.cu:20:3: loop p: 8 independent iterations unrolled into 8 launches" in md
     assert plan_json(res)["unrolled"][0]["trips"] == 8
 
 
@@ -133,17 +133,21 @@ def members(res: FuseResult):
 
 
 def test_iterations_become_one_repeated_member():
-    res = fused("planes.cu")
+    res = fuse([PROGRAMS / "planes.cu"], Options(), flags=["-DP=16"])
     (m,) = members(res)
-    assert (m.repeat, m.strides, m.grid) == (8, (0, 0, 1), (4, 1, 1))  # p steps by 1
+    assert (m.repeat, m.strides, m.grid) == (16, (0, 0, 1), (4, 1, 1))  # p steps by 1
     (rec,) = res.fused
-    assert rec.kernel.grid == (32, 1, 1) and len(rec.nodes) == 8
+    assert rec.kernel.grid == (64, 1, 1) and len(rec.nodes) == 16
+    verified(res)
+    # 8 planes of 4 blocks: a switch finds each plane's member, and each keeps its constants
+    small = fused("planes.cu")
+    assert [x.repeat for x in members(small)] == [1] * 8
 
 
 def test_pointer_views_step_by_a_row_and_a_float_argument_does_not():
-    res = fused("row_views.cu")
+    res = fuse([PROGRAMS / "row_views.cu"], Options(), flags=["-DR=12"])
     (m,) = members(res)
-    assert m.repeat == 6 and m.strides == (192 * 4, 192 * 4, 1, 0)
+    assert m.repeat == 12 and m.strides == (192 * 4, 192 * 4, 1, 0)
     verified(res)
     apart = fuse([PROGRAMS / "row_views.cu"], Options(), flags=["-DFLOAT_ARG"])
     assert [x.repeat for x in members(apart)] == [1] * 6 and apart.launches_after == 1
@@ -156,7 +160,7 @@ def test_repeat_runs_breaks_where_a_step_changes():
     from sirius.fusion.driver import repeat_runs
     from sirius.fusion.spec import Member
 
-    m = Member("k", (2, 1, 1), (32, 1, 1))
+    m = Member("k", (16, 1, 1), (32, 1, 1))  # 3 launches of 16 blocks: more than a switch
     one = (Expr(1), Expr(1), Expr(1))
 
     def launch(off: int, n: int, buf: str = "a") -> Launch:
@@ -172,3 +176,6 @@ def test_repeat_runs_breaks_where_a_step_changes():
                                                           (1, ())]
     same = repeat_runs([(m, launch(0, 5), types)] * 3)  # identical launches: nothing steps
     assert [x.repeat for x, _, _ in same] == [1, 1, 1]
+    small = Member("k", (2, 1, 1), (32, 1, 1))  # 3 x 2 blocks: a switch, members apart
+    assert [x.repeat for x, _, _ in repeat_runs(
+        [(small, launch(64 * k, 5), types) for k in range(3)])] == [1, 1, 1]

@@ -3,7 +3,9 @@
 #include <cuda_runtime.h>
 #include <cstdio>
 #define N 256
+#ifndef P
 #define P 8
+#endif
 __global__ void plane(float *out, const float *in, int p) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   out[p * N + i] = in[p * N + i] * 2.0f + (float)p;

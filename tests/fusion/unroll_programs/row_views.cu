@@ -5,7 +5,9 @@
 // kernel.
 #include <cuda_runtime.h>
 #define N 192
+#ifndef R
 #define R 6
+#endif
 __global__ void row(float *out, const float *in, int r, float w) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   out[i] = in[(i + r) % N] * w + (float)r;
