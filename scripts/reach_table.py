@@ -16,9 +16,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CASES = [
     ("tests/fusion/unroll_programs/planes.cu", []),
+    ("tests/fusion/unroll_programs/planes.cu", ["-DP=16"]),
     ("tests/fusion/unroll_programs/chunks.cu", ["-DFORM=0"]),
     ("tests/fusion/unroll_programs/chunks.cu", ["-DFORM=3"]),
     ("tests/fusion/unroll_programs/row_views.cu", []),
+    ("tests/fusion/unroll_programs/row_views.cu", ["-DR=12"]),
     ("tests/fusion/unroll_programs/row_views.cu", ["-DFLOAT_ARG"]),
     ("tests/fusion/unroll_programs/rows_in_steps.cu", []),
     ("tests/fusion/prune_programs/dead_and_repeated.cu", ["-DCASE=0"]),
