@@ -52,15 +52,18 @@ def fuse_from_args(args: argparse.Namespace, say, on_original=None):
 class Reference:
     """The original's reference run, started in a worker process as soon as the original is
     analysed (`on_original`), so that it runs on an idle core while the fusion is built;
-    `head` is then handed to verify_fused. Started only where it saves time: with the fused
-    runs one after another in this process (`serial`: `sirius fuse`), or when it saves a round
-    of the worker processes (`sirius verify`: 3 fused runs and the original take two rounds on
-    2 workers either way, one round instead of two on 3). `close` ends it when it was not used
-    (the fusion failed, nothing to verify). `SIRIUS_HEAD_START=0` turns it off,
+    `head` is then handed to verify_fused. Started only where it saves time: when it saves a
+    round of the worker processes (`sirius verify`: 3 fused runs and the original take two
+    rounds on 2 workers either way, one round instead of two on 3), or with the fused runs one
+    after another in this process (`serial`) where the caller turns it on (`default`;
+    `sirius fuse` does not: BENCHMARKS.md has the measurements). `close` ends it when it was
+    not used (the fusion failed, nothing to verify). `SIRIUS_HEAD_START=0` turns it off,
     `SIRIUS_HEAD_START=1` on whenever a second core is there (to measure what it gains)."""
 
-    def __init__(self, seed: int, jobs: int | None, fused_runs: int, serial: bool = False):
+    def __init__(self, seed: int, jobs: int | None, fused_runs: int, serial: bool = False,
+                 default: bool = True):
         self.seed, self.jobs, self.fused_runs, self.serial = seed, jobs, fused_runs, serial
+        self.default = default  # False: only when SIRIUS_HEAD_START=1 asks for it
         self.head = None
 
     def wanted(self) -> bool:
@@ -70,7 +73,11 @@ class Reference:
         force = os.environ.get("SIRIUS_HEAD_START", "")
         if force == "0" or cores < 2 or (self.jobs == 1 and not self.serial):
             return False
-        if force == "1" or self.serial:
+        if force == "1":
+            return True
+        if not self.default:
+            return False
+        if self.serial:
             return True
         workers = self.jobs or cores
         n = self.fused_runs
@@ -211,7 +218,10 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
     check_inputs([Path(f) for f in args.files])
     out = output_dir(args)  # before any work: a bad -o fails now
     say = progress(args.quiet)
-    ref = None if args.no_verify else Reference(args.seed, None, 3, serial=True)
+    # off by default here: measured, it saves a few seconds where the original runs long
+    # (paper deepspeech2 176 -> 168 s) and costs a worker's start where it does not (paper
+    # seq2seq 29.5 -> 31.8 s, and every small program); SIRIUS_HEAD_START=1 turns it on
+    ref = None if args.no_verify else Reference(args.seed, None, 3, serial=True, default=False)
     try:
         res = fuse_from_args(args, say, ref)
         verification, status = check(res, args, say, ref)

@@ -91,7 +91,8 @@ def chunks(form: int, unroll: int = 64) -> FuseResult:
     return fuse([PROGRAMS / "chunks.cu"], Options(unroll=unroll), flags=[f"-DFORM={form}"])
 
 
-@pytest.mark.parametrize("form", [0, 1, 2, 3])
+@pytest.mark.parametrize("form", [0, pytest.param(1, marks=pytest.mark.slow),
+                                  pytest.param(2, marks=pytest.mark.slow), 3])
 def test_a_min_sized_last_chunk_is_modelled_and_the_chunks_fuse(form: int):
     res = chunks(form)
     (loop,) = [op for op in res.original.host.ops if isinstance(op, Loop)]

@@ -192,13 +192,9 @@ def test_cli_verify_starts_the_reference_during_the_fusion_where_it_saves_a_roun
     out = run_cli("verify", prog, "-j", "3")
     assert out.returncode == 0, out.stderr
     assert started in out.stderr
-    # 2 workers: two rounds either way; 1: the user asked for no worker process
-    for jobs in ("2", "1"):
-        other = run_cli("verify", prog, "-j", jobs)
-        assert other.returncode == 0 and "started during the fusion" not in other.stderr
-    # sirius fuse runs the fused orders one after another: the reference comes for free
-    fused = run_cli("fuse", prog, "--json")
-    assert fused.returncode == 0 and started in fused.stderr
+    # 2 workers: two rounds either way (the other cases: test_when_the_head_start_saves_time)
+    other = run_cli("verify", prog, "-j", "2")
+    assert other.returncode == 0 and "started during the fusion" not in other.stderr
 
 
 def test_when_the_head_start_saves_time(monkeypatch) -> None:
@@ -209,9 +205,11 @@ def test_when_the_head_start_saves_time(monkeypatch) -> None:
     assert not Reference(7, None, 3).wanted()      # 4 runs or 3 on 2 workers: 2 rounds
     assert Reference(7, 3, 3).wanted()             # 3 workers: 1 round instead of 2
     assert Reference(7, None, 1, serial=True).wanted()
+    assert not Reference(7, None, 1, serial=True, default=False).wanted()  # sirius fuse
     assert not Reference(7, 1, 3).wanted()
     monkeypatch.setenv("SIRIUS_HEAD_START", "1")
     assert Reference(7, None, 3).wanted()
+    assert Reference(7, None, 3, serial=True, default=False).wanted()
     monkeypatch.setenv("SIRIUS_HEAD_START", "0")
     assert not Reference(7, 3, 3, serial=True).wanted()
     monkeypatch.setattr("os.cpu_count", lambda: 1)
