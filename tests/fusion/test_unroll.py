@@ -145,6 +145,8 @@ def test_iterations_become_one_repeated_member():
     assert [x.repeat for x in members(small)] == [1] * 8
 
 
+@pytest.mark.slow  # three compiles; test_iterations_become_one_repeated_member and
+# tests/lit/fuse-repeat.ll cover repeated members in make test
 def test_pointer_views_step_by_a_row_and_a_float_argument_does_not():
     res = fuse([PROGRAMS / "row_views.cu"], Options(), flags=["-DR=12"])
     (m,) = members(res)
