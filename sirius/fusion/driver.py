@@ -35,7 +35,7 @@ from sirius.analysis.kernel.facts import KernelInfo
 from sirius.analysis.uar.build import UAR, build_uar
 from sirius.backend import compile_ir, violations
 from sirius.backend.ptxas import KernelResources
-from sirius.fusion.codegen.assemble import SWITCH_BLOCKS
+from sirius.fusion.codegen.dispatch import SWITCH_BLOCKS
 from sirius.fusion.codegen.emit import build
 from sirius.fusion.plan.planner import Options, Planner, Region, launch_count
 from sirius.fusion.spec import (

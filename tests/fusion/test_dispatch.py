@@ -1,4 +1,4 @@
-"""The block dispatch of horizontal kernels (`assemble._dispatch`): for every block index of
+"""The block dispatch of horizontal kernels (`codegen.dispatch`): for every block index of
 the grid, walking the emitted branches must reach exactly the member whose block range holds
 it (or `exit` when none does): by one `switch` in small grids, else in about log2(members)
 compares."""
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sirius.fusion.codegen.assemble import SWITCH_BLOCKS, _dispatch
+from sirius.fusion.codegen.dispatch import SWITCH_BLOCKS, dispatch
 
 BR = re.compile(r"^  br i1 %(\S+), label %(\S+), label %(\S+)$")
 JUMP = re.compile(r"^  br label %(\S+)$")
@@ -64,7 +64,7 @@ def test_every_block_reaches_its_member(sizes: list[int], grid: int) -> None:
     firsts = [sum(sizes[:i]) for i in range(len(sizes))]
     members = [SimpleNamespace(index=i, first_block=f, blocks=n)
                for i, (f, n) in enumerate(zip(firsts, sizes, strict=True))]
-    lines = _dispatch(members, "%bid", grid)  # type: ignore[arg-type]
+    lines = dispatch(members, "%bid", grid)
     assert lines[0].startswith("  switch") == (grid <= SWITCH_BLOCKS)
     for bid in range(grid):
         want = next((f"m{i}" for i, (f, n) in enumerate(zip(firsts, sizes, strict=True))

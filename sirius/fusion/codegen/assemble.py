@@ -20,6 +20,7 @@ from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import ModuleView
 from sirius.fusion.codegen import fragment as frag
 from sirius.fusion.codegen import irtext
+from sirius.fusion.codegen.dispatch import dispatch
 from sirius.fusion.codegen.irwriter import Writer
 from sirius.fusion.geometry import (
     EmptyMember,
@@ -426,7 +427,7 @@ class Assembler:
                     out.append(f"  call void @{_SYNC}(i32 0){w.loc}")
                 out += self.member_code(spec, pm, w, env, fparam, nxt)
         else:
-            out += _dispatch(members, env["block"], prod(grid))
+            out += dispatch(members, env["block"], prod(grid))
             for pm in members:
                 out.append(f"m{pm.index}:")
                 w.scope()
@@ -541,58 +542,8 @@ class Assembler:
 
 _SYNC = "llvm.nvvm.barrier.cta.sync.aligned.all"
 _REP = "#rep"  # a repeated member's repetition index in its env
-SWITCH_BLOCKS = 32  # horizontal grids up to this many blocks dispatch by a switch
 _BARRIER_DECLS = {"sync": "declare void @{}(i32, i32)", "popc": "declare i32 @{}(i32, i32, i1)",
                   "and": "declare i1 @{}(i32, i32, i1)", "or": "declare i1 @{}(i32, i32, i1)"}
-
-
-def _dispatch(members: list[_Member], block: str, blocks: int) -> list[str]:
-    """A horizontal kernel's dispatch: a balanced binary search of the block index over the
-    members' block ranges (in increasing order), so a block finds its member in about
-    log2(members) compares; a block in no member's range goes to `exit`. Each leaf checks
-    only the bounds its path (and the grid's `blocks`) have not already established. A grid of
-    at most `SWITCH_BLOCKS` blocks gets a `switch` on the block index instead (LLVM lowers it
-    to a jump table or its own search; it makes that switch of the compares itself when every
-    member has one block)."""
-    if blocks <= SWITCH_BLOCKS:
-        cases = [f"    i32 {b}, label %m{pm.index}" for pm in members
-                 for b in range(pm.first_block, min(pm.first_block + pm.blocks, blocks))]
-        return [f"  switch i32 {block}, label %exit [", *cases, "  ]"]
-    out: list[str] = []
-    counter = iter(range(1 << 30))
-
-    def target(lo: int, hi: int, low: int, high: int) -> str:
-        """The label that sends the blocks in [low, high) to their member of members[lo:hi]
-        (emitting its code)."""
-        if hi - lo == 1:
-            pm = members[lo]
-            first, end = pm.first_block, pm.first_block + pm.blocks
-            checks = ([f"icmp uge i32 {block}, {first}"] if low < first else []) + \
-                     ([f"icmp ult i32 {block}, {end}"] if high > end else [])
-            if not checks:
-                return f"m{pm.index}"
-            label = f"d{next(counter)}"
-            out.append(f"{label}:")
-            for k, c in enumerate(checks):
-                out.append(f"  %{label}.c{k} = {c}")
-            cond = f"%{label}.c0"
-            if len(checks) == 2:
-                out.append(f"  %{label}.in = and i1 %{label}.c0, %{label}.c1")
-                cond = f"%{label}.in"
-            out.append(f"  br i1 {cond}, label %m{pm.index}, label %exit")
-            return label
-        mid = (lo + hi) // 2
-        split = members[mid].first_block
-        label = f"d{next(counter)}"
-        at = len(out)
-        left, right = target(lo, mid, low, split), target(mid, hi, split, high)
-        out[at:at] = [f"{label}:", f"  %{label}.lt = icmp ult i32 {block}, {split}",
-                      f"  br i1 %{label}.lt, label %{left}, label %{right}"]
-        return label
-
-    if not members:
-        return ["  br label %exit"]
-    return [f"  br label %{target(0, len(members), 0, blocks)}", *out]
 
 
 def _align(n: int, a: int) -> int:

@@ -42,7 +42,7 @@ import islpy as isl
 from sirius.analysis.host.model import Copy, HostProgram, Loop, Op
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.analysis.uar.build import UAR
-from sirius.analysis.uar.effects import READ, WRITE, Statement
+from sirius.analysis.uar.effects import READ, WRITE, Statement, walk
 from sirius.diagnostics import Location
 
 
@@ -80,7 +80,7 @@ def prune_launches(host: HostProgram, uar: UAR, kernels: Sequence[KernelInfo]
     infos = {k.mangled: k for k in kernels}
     launches = [st for st in uar.statements if st.kind == "launch"]
     gone: dict[int, Pruned] = {}  # id(op) -> record
-    copies_back = any(isinstance(op, Copy) and op.kind == "D2H" for op, _, _ in _walk(host.ops))
+    copies_back = any(isinstance(op, Copy) and op.kind == "D2H" for op, _, _ in walk(host))
     raw_from = {d.src for d in uar.dependences if d.kind == "RAW"}
     for st in launches:
         if not _pure(st, infos):
@@ -188,13 +188,6 @@ def _reads_own_writes(st: Statement, uar: UAR) -> bool:
         except isl.Error:  # relations isl cannot intersect: assume the worst
             return True
     return False
-
-
-def _walk(ops: tuple[Op, ...]):
-    for op in ops:
-        yield op, None, None
-        if isinstance(op, Loop):
-            yield from _walk(op.body)
 
 
 def _without(ops: tuple[Op, ...], gone: set[int]) -> tuple[Op, ...]:
