@@ -18,14 +18,19 @@ KERNELS = ROOT / "kernels"
 # corpus exercise the same code.
 LARGE_TVM = frozenset({"bert_base", "bert_layer", "deepspeech2", "lstm_large", "nasnet",
                        "resnext50"})
+# models whose every check takes 8-25 s on 2 cores (the paper's 3-layer mlp: big GEMMs that stay
+# 3 -> 3): make test keeps their fast checks, the verify/trace/ptxas ones are in make test-all
+MEDIUM_TVM = frozenset({"mlp"})
 
 
-def by_size(items: list, key=lambda item: item) -> list:
-    """`items` for pytest.mark.parametrize, the large TVM models among them marked slow
-    (`key(item)` is a path or name whose stem names the model)."""
+def by_size(items: list, key=lambda item: item, medium: bool = False) -> list:
+    """`items` for pytest.mark.parametrize, the large TVM models among them marked slow, and
+    the MEDIUM_TVM ones too where `medium` (`key(item)` is a path or name whose stem names the
+    model)."""
     import pytest
 
-    return [pytest.param(i, marks=pytest.mark.slow) if Path(str(key(i))).stem in LARGE_TVM
+    slow = LARGE_TVM | MEDIUM_TVM if medium else LARGE_TVM
+    return [pytest.param(i, marks=pytest.mark.slow) if Path(str(key(i))).stem in slow
             else i for i in items]
 
 

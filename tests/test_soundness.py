@@ -42,10 +42,11 @@ def _traces(path: Path, order: str = "forward"):
     return uar, result.traces
 
 
-# op_conv2d's trace (15-17 s, the longest of the small TVM programs) is in make test-all
+# op_conv2d's trace (15-17 s, the longest of the small TVM programs) and mlp's (10 s) are in
+# make test-all
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow)
                                   if getattr(p, "name", "") == "op_conv2d.cu" else p
-                                  for p in by_size(HAND + TVM + ISSUE12)],
+                                  for p in by_size(HAND + TVM + ISSUE12, medium=True)],
                          ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_dynamic_access_is_inside_its_static_relation(path):
     uar, traces = _traces(path)

@@ -22,7 +22,7 @@ from sirius.fusion.driver import FuseResult
 from sirius.fusion.plan.planner import Options
 from sirius.pipeline import fuse
 from sirius.verify.differential import verify_fused
-from tests.helpers import LARGE_TVM, ROOT, by_size, run_cli
+from tests.helpers import LARGE_TVM, MEDIUM_TVM, ROOT, by_size, run_cli
 
 KERNELS = ROOT / "kernels"
 HAND = sorted(p.name for p in KERNELS.glob("*.cu"))
@@ -57,7 +57,7 @@ def test_hand_written_program_verifies(name: str) -> None:
     assert res.launches_after <= res.launches_before
 
 
-@pytest.mark.parametrize("name", by_size(TVM))
+@pytest.mark.parametrize("name", by_size(TVM, medium=True))
 def test_tvm_program_verifies(name: str) -> None:
     if name in SLOW and not os.environ.get("SIRIUS_FUSE_ALL"):
         pytest.skip("large model: set SIRIUS_FUSE_ALL=1")
@@ -162,13 +162,15 @@ def test_transpose_consumer_fused_by_permutation_reindexing() -> None:
 
 # PTX for both architectures ---------------------------------------------------------------------
 def _ptx_cases() -> list:
-    """(program, arch) for every corpus program but the largest; the TVM programs' sm_90 runs
+    """(program, arch) for every corpus program but the largest (mlp's in make test-all too);
+    the TVM programs' sm_90 runs
     (ptxas on their big kernels again, 5-25 s each) are in `make test-all`: sm_80 checks the same
     fused kernels, the hand-written programs check sm_90 in `make test`."""
     cases = []
     for arch in ("sm_80", "sm_90"):
         for name in HAND + [f"tvm/{n}" for n in TVM if n not in SLOW]:
-            slow = Path(name).stem in LARGE_TVM or (arch == "sm_90" and name.startswith("tvm/"))
+            slow = Path(name).stem in LARGE_TVM | MEDIUM_TVM or \
+                (arch == "sm_90" and name.startswith("tvm/"))
             cases.append(pytest.param(name, arch, id=f"{arch}-{name}",
                                       marks=[pytest.mark.slow] if slow else []))
     return cases

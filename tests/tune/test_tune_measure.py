@@ -29,9 +29,12 @@ CHAIN = str(ROOT / "kernels" / "elementwise_chain.cu")
 KERNELS = ("scale", "add_bias", "relu", "square")
 
 
-# the tests of one module share the measured tune (a module fixture): one xdist worker runs
-# them all, so the tune runs once per suite, not once per worker
+# the tests of one module share the measured tune: one xdist worker runs them all, so the tune
+# runs once per suite, not once per worker. It is kept in _MEASURED, not only in a module
+# fixture: an xdist worker that runs out of queued tests tears its module fixtures down and
+# would tune again for the next test it is sent.
 pytestmark = pytest.mark.xdist_group("tune_measure")
+_MEASURED: list = []
 
 
 def _no_gpu(ordinal: int = 0):
@@ -41,6 +44,8 @@ def _no_gpu(ordinal: int = 0):
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     """One `sirius tune --measure on` of elementwise_chain.cu on the fake GPU."""
+    if _MEASURED:
+        return _MEASURED[0]
     out = tmp_path_factory.mktemp("measured") / "out"
     fake = FakeDriver(costs={"sirius_v0": 100.0}, launch_us=5.0)
     with pytest.MonkeyPatch.context() as mp:
@@ -48,7 +53,8 @@ def measured(tmp_path_factory):
         code = main(["tune", CHAIN, "-o", str(out), "--measure", "on", "--jobs", "1",
                      "--runs", "3", "--warmup", "1", "--input-sets", "2", "-q"])
     assert code == 0
-    return out, json.loads((out / "tune.json").read_text()), fake
+    _MEASURED.append((out, json.loads((out / "tune.json").read_text()), fake))
+    return _MEASURED[0]
 
 
 def _variant(doc: dict, label: str) -> dict:
@@ -125,6 +131,7 @@ def test_runs_json_is_accepted_by_calibrate(measured):
     assert len(cal.residuals) == 5 and cal.rms("after") < cal.rms("before")
 
 
+@pytest.mark.slow  # a second tune (10-40 s); fit() on runs.json is tested above in make test
 def test_calibrating_on_the_runs_of_a_measured_tune(measured, tmp_path, monkeypatch):
     out, _, _ = measured
     monkeypatch.setattr(gpu_device, "load_driver", _no_gpu)
