@@ -74,6 +74,12 @@ class KernelAnalyzer:
         # these summaries (the one after storage splitting too) shares them; a key names
         # kernels, so answers never leave this module
         self.widths: dict[tuple, object] = {}
+        # a launch statement's effects by what they depend on (uar/effects.py, launch_key):
+        # the UARs rebuilt after pruning, sync crossing, storage splitting and unrolling
+        # recompute only the launches those steps changed
+        self.launch_effects: dict[tuple, object] = {}
+        # and the dependences between two such reused effects (uar/dependences.py)
+        self.dependences: dict[tuple, tuple] = {}
 
     def _cfg_of(self, fn: Function) -> FunctionCFG:
         cfg = self._cfg.get(fn.name)

@@ -83,15 +83,15 @@ def build_uar(view: ModuleView, infos: list[KernelInfo], program: HostProgram,
     launch_effects: list[LaunchEffects] = []
     for st in stmts:
         if st.kind == "launch":
-            raw, le = builder.launch(st)
+            effects[st.id], le = builder.launch(st)
             launch_effects.append(le)
         else:
-            raw = builder.host_op(st)
-        effects[st.id] = builder.finish(st, raw)
+            effects[st.id] = builder.finish(st, builder.host_op(st))
     t1 = time.perf_counter()
     summaries = {st.id: launch_effects[st.launch_index].summary for st in stmts
                  if st.launch_index is not None}
-    deps = DependenceFinder(stmts, effects, summaries, kernels.widths).run()
+    deps = DependenceFinder(stmts, effects, summaries, kernels.widths,
+                            kernels.dependences).run()
     t2 = time.perf_counter()
     deps += _control_dependences(program, stmts)
     g = nx.MultiDiGraph()

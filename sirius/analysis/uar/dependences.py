@@ -85,12 +85,15 @@ def prime_out(m: isl.Map) -> isl.Map:
 class DependenceFinder:
     def __init__(self, stmts: list[Statement], effects: dict[str, tuple[Effect, ...]],
                  summaries: dict[str, KernelSummary],
-                 widths: dict[tuple, tuple[WidthResult, isl.Map | None]] | None = None):
+                 widths: dict[tuple, tuple[WidthResult, isl.Map | None]] | None = None,
+                 memo: dict[tuple, tuple] | None = None):
         """`widths`: answers by the question's text (both effects' relations with the statement
         renamed, the order constraint, both kernels' summary keys), shared by the UARs built
         over one device module's summaries (the UAR after storage splitting or sync crossing
         then asks isl only about what changed). A summary key names a kernel, not its body:
-        the dict must not be shared across modules."""
+        the dict must not be shared across modules. `memo`: each pair's answer by the identity
+        of its two effects (launch effects are reused by the next UAR of the module where the
+        launch did not change: `EffectBuilder.launch`), their statements and their order."""
         self.stmts = stmts
         self.effects = effects
         self.summaries = summaries
@@ -99,6 +102,7 @@ class DependenceFinder:
         self._dense: dict[int, bool] = {}
         self._text: dict[int, str] = {}
         self._widths = {} if widths is None else widths
+        self._memo = {} if memo is None else memo
 
     # cached views of an effect -----------------------------------------------------------------
     def host(self, st: Statement, e: Effect) -> isl.Map:
@@ -181,6 +185,17 @@ class DependenceFinder:
 
     def dependence(self, kind: str, buffer: str, s: Statement, es: Effect, d: Statement,
                    ed: Effect) -> Dependence | None:
+        # the effects are kept in the entry: their ids are not reused while it lives
+        key = (kind, buffer, id(es), id(ed), s.id, d.id, order_constraint(s, d))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is es and hit[1] is ed:
+            return hit[2]
+        dep = self._dependence(kind, buffer, s, es, d, ed)
+        self._memo[key] = (es, ed, dep)
+        return dep
+
+    def _dependence(self, kind: str, buffer: str, s: Statement, es: Effect, d: Statement,
+                    ed: Effect) -> Dependence | None:
         order = order_map(s, d)
         if order is None:
             return None
@@ -206,7 +221,9 @@ class DependenceFinder:
     def canonical(self, e: Effect) -> str:
         got = self._text.get(id(e))
         if got is None:
-            self._text[id(e)] = got = str(islutil.set_tuple(e.relation, "S", None))
+            # the buffer renamed too: both effects of a pair are on one buffer, and the
+            # question does not depend on which (storage splitting renames buffers)
+            self._text[id(e)] = got = str(islutil.set_tuple(e.relation, "S", "B"))
         return got
 
     def width(self, s: Statement, es: Effect, d: Statement, ed: Effect

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import islpy as isl
 
@@ -198,10 +198,70 @@ class EffectBuilder:
         return "g_" + "".join(ch if ch.isalnum() else "_" for ch in buffer.lstrip("@"))
 
     # launches ---------------------------------------------------------------------------------
-    def launch(self, st: Statement) -> tuple[dict[tuple[str, str], _Acc], LaunchEffects]:
+    def launch_key(self, st: Statement, summary: KernelSummary
+                   ) -> tuple[tuple, tuple[str, ...]] | None:
+        """Everything a launch statement's effects depend on, with its buffers named by their
+        order of appearance (`#0`, `#1`, ...), and those buffers: the launch (kernel,
+        dimensions, arguments), the host loops around it, and the size of each buffer. The
+        layers of a model (the same kernel on other buffers at the same offsets) and a launch
+        whose buffers storage splitting renamed share one key. None where an access's base is
+        found by points-to (that depends on the whole program): always recomputed."""
+        launch = st.op
+        if any(acc.base.space in ("any", "loaded") for acc in summary.accesses):
+            return None
+        names: dict[str, str] = {}
+
+        def ref(r: DevRef) -> DevRef:
+            if r.buffer not in self.ids:
+                return r
+            return DevRef(names.setdefault(r.buffer, f"#{len(names)}"), r.offset)
+
+        args = []
+        for a in launch.args:
+            if isinstance(a, BufferArg):
+                addr = a.address
+                a = BufferArg(ref(addr) if isinstance(addr, DevRef) else
+                              Rotating(tuple(ref(c) for c in addr.choices), addr.index))
+            args.append(a)
+        shape = Launch("", launch.mangled, launch.grid, launch.block, launch.smem, tuple(args))
+        key = (shape, host_domain(st.loops), st.vars, tuple(self.sizes.get(b) for b in names))
+        return key, tuple(names)
+
+    def launch(self, st: Statement) -> tuple[tuple[Effect, ...], LaunchEffects]:
+        """A launch statement's effects (finished: `finish`) and its kernel-level relations;
+        from the analyzer's memo where a launch of the same shape was built before (in this
+        UAR or an earlier one of the module), renamed to this statement and its buffers."""
         launch = st.op
         assert isinstance(launch, Launch)
         summary = self.kernels.summary(launch.mangled, binding_of(launch))
+        keyed = self.launch_key(st, summary)
+        if keyed is None:
+            raw, le = self._launch(st, launch, summary)
+            return self.finish(st, raw), le
+        key, buffers = keyed
+        memo = self.kernels.launch_effects
+        hit = memo.get(key)
+        if hit is None:
+            raw, le = self._launch(st, launch, summary)
+            effects = self.finish(st, raw)
+            memo[key] = _template(effects, le, buffers, self.ids) or False
+            return effects, le
+        if hit is False:  # not a template (see _template): computed every time
+            raw, le = self._launch(st, launch, summary)
+            return self.finish(st, raw), le
+        self.warnings.extend(summary.warnings)
+        effects_t, glob_t, le_t = hit
+        effects = tuple(Effect(
+            buffers[int(e.buffer[1:])] if e.buffer.startswith("#") else e.buffer, e.mode,
+            e.relation, e.exact, e.atomic, e.box) for e in effects_t)
+        effects = tuple(sorted((replace(e, relation=islutil.set_tuple(
+            e.relation, st.id, self.tuple_of(e.buffer))) for e in effects),
+            key=lambda e: (e.buffer, e.mode)))
+        glob = {(self.ids[buffers[ph]], kind): rel for (ph, kind), rel in glob_t.items()}
+        return effects, replace(le_t, global_=glob)
+
+    def _launch(self, st: Statement, launch: Launch, summary: KernelSummary
+                ) -> tuple[dict[tuple[str, str], _Acc], LaunchEffects]:
         host = _params_set(host_domain(st.loops), _vars_of(st.loops))
         per_buffer: dict[tuple[str, str], _Acc] = {}
         glob: dict[tuple[int, str], isl.Map] = {}
@@ -325,6 +385,19 @@ class EffectBuilder:
             box = _byte_box(str(rel.range().reset_tuple_id()))
             effects.append(Effect(buffer, mode, rel, acc.exact, acc.atomic, box))
         return tuple(effects)
+
+
+def _template(effects: tuple[Effect, ...], le: LaunchEffects, buffers: tuple[str, ...],
+              ids: dict[str, int]) -> tuple | None:
+    """A launch's effects with its buffers as placeholders (`#k`: buffers[k]), for the memo
+    of `EffectBuilder.launch`."""
+    ph = {b: f"#{k}" for k, b in enumerate(buffers)}
+    by_id = {ids[b]: k for k, b in enumerate(buffers)}
+    effects_t = tuple(replace(e, buffer=ph.get(e.buffer, e.buffer)) for e in effects)
+    if any(i not in by_id for i, _ in le.global_):  # a buffer no argument names: no template
+        return None
+    glob_t = {(by_id[i], kind): rel for (i, kind), rel in le.global_.items()}
+    return effects_t, glob_t, le
 
 
 @functools.lru_cache(maxsize=8192)
