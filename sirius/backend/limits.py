@@ -55,6 +55,21 @@ LIMITS: dict[str, ArchLimits] = {
 }
 
 
+# SMs of the smallest data-centre GPU of each architecture (NVIDIA datasheets): V100 80, T4 40,
+# A100 108, A10 72, L4 58, H100 SXM 132. A grid megakernel launches one block per SM, which
+# every GPU of the architecture with at least that many SMs runs co-resident whenever one block
+# fits an SM (the per-block limits `violations` checks); a GPU with fewer SMs refuses the
+# cooperative launch (sirius/runtime/gpu/device.py checks before launching).
+SMS: dict[str, int] = {"sm_70": 80, "sm_75": 40, "sm_80": 108, "sm_86": 72, "sm_89": 58,
+                       "sm_90": 132}
+
+
+def coresident_blocks(arch: str) -> int:
+    """The grid of a `grid` megakernel on `arch`: one block per SM (see SMS)."""
+    limits_for(arch)  # an unknown architecture: the same error as every limit
+    return SMS[arch]
+
+
 class ResourceLimitError(SiriusError):
     """A kernel spills or needs more of a resource than the architecture has."""
 

@@ -24,7 +24,7 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(arch=args.arch, arrangement=args.arrangement,
                    split_storage=not args.no_split_storage, wavefront=not args.no_wavefront,
                    cross_syncs=not args.keep_syncs, unroll=args.unroll,
-                   prune=not args.keep_launches)
+                   prune=not args.keep_launches, megakernel=args.megakernel)
 
 
 def post_passes(args: argparse.Namespace):
@@ -262,6 +262,11 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--unroll", type=int, default=64, metavar="N",
                     help="unroll a host loop whose iterations are independent when it runs at "
                          "most N launches, so that they can fuse (default 64; 0: never)")
+    sp.add_argument("--megakernel", choices=["grid"], default=None,
+                    help="grid: each run of launches (after fusion) becomes one cooperative "
+                         "kernel, a grid-wide barrier where a launch depends on an earlier one "
+                         "(GLOBAL dependences included), each launch over its own blocks in a "
+                         "block-stride loop, the grid one block per SM (default: off)")
     sp.add_argument("--keep-syncs", action="store_true",
                     help="every host sync between launches ends a run (default: syncs the "
                          "host observes nothing after are crossed)")

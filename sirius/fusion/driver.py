@@ -34,12 +34,14 @@ from sirius.analysis.kernel.access import KernelAnalyzer
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.analysis.uar.build import UAR, build_uar
 from sirius.backend import compile_ir, violations
+from sirius.backend.limits import coresident_blocks
 from sirius.backend.ptxas import KernelResources
 from sirius.fusion.codegen.dispatch import SWITCH_BLOCKS
 from sirius.fusion.codegen.emit import build
 from sirius.fusion.plan.planner import Options, Planner, Region, launch_count
 from sirius.fusion.spec import (
     BLOCK,
+    GLOBAL,
     CodegenError,
     FusedKernel,
     FusedKernelSpec,
@@ -102,6 +104,13 @@ class FuseResult:
     seconds: dict[str, float] = field(default_factory=dict)
     passes: tuple[ModulePass, ...] = DEFAULT_PASSES  # the post-fusion pipeline
     postopt: tuple[PassStep, ...] = ()  # what each of its passes did (last round)
+    megakernels: list[FusedLaunchRecord] = field(default_factory=list)  # --megakernel grid
+
+    @property
+    def cooperative_kernels(self) -> tuple[str, ...]:
+        """The kernels a GPU must launch cooperatively (cuLaunchCooperativeKernel): the grid
+        megakernels, whose grid barriers need every block co-resident."""
+        return tuple(rec.name for rec in self.megakernels)
 
     @property
     def kernels(self) -> tuple[KernelInfo, ...]:
@@ -234,6 +243,7 @@ GroupKey = tuple[int, int]
 class _State:
     disabled_clusters: set[ClusterKey] = field(default_factory=set)
     disabled_groups: set[GroupKey] = field(default_factory=set)
+    disabled_megakernels: set[int] = field(default_factory=set)  # region indices
 
 
 def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress) -> None:
@@ -244,6 +254,7 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
     for attempt in range(6):
         progress(f"generating fused kernels (round {attempt + 1})")
         built = _build_all(res, state, infos)
+        res.megakernels = built.megakernels
         host = _rewrite_host(res.analysed, res.regions, built.group_launches)
         text = res.original.program.device_ir
         steps: tuple[PassStep, ...] = ()
@@ -252,7 +263,7 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
         progress(f"PTX and ptxas for {res.options.arch}")
         ptx, report = compile_ir(text, res.options.arch)
         bad = []
-        for rec in built.records:
+        for rec in built.records + built.megakernels:
             r = report.kernels.get(rec.name)
             if r is None:
                 continue
@@ -265,7 +276,8 @@ def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
         if not bad:
             break
         for name, why in dict((rec.name, why) for rec, why in bad).items():
-            users = [n.label() for rec in built.records if rec.name == name for n in rec.nodes]
+            users = [n.label() for rec in built.records + built.megakernels if rec.name == name
+                     for n in rec.nodes]
             res.undone.append(f"{name} ({', '.join(users)}): {why}")
             _disable_named(res, name, state)
     else:  # pragma: no cover - each round undoes at least one kernel
@@ -301,7 +313,11 @@ def _threads(k: FusedKernel | None) -> int | None:
 
 
 def _disable_named(res: FuseResult, name: str, state: _State) -> None:
-    """Undo every cluster and group that uses fused kernel `name`."""
+    """Undo every cluster, group and megakernel that uses fused kernel `name`."""
+    if name.startswith("sirius_g"):  # a megakernel: its region's launches stay as they are
+        state.disabled_megakernels.update(
+            rec.region for rec in res.megakernels if rec.name == name)
+        return
     for ri, gi, g in _groups(res.regions):
         if g.name == name:
             state.disabled_groups.add((ri, gi))
@@ -465,6 +481,7 @@ class _Built:
     module_text: str | None
     group_launches: dict[GroupKey, list[Launch]]
     records: list[FusedLaunchRecord]
+    megakernels: list[FusedLaunchRecord] = field(default_factory=list)
 
 
 def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> _Built:
@@ -472,10 +489,16 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> 
     seen: dict[str, str] = {}  # spec without its name -> the kernel built for it
     fm1, cluster_launches, fused1, records = _vertical_round(res, state, infos, seen)
     ir1 = fm1.text if fm1 is not None else res.original.program.device_ir
-    fm2, group_launches, records2 = _horizontal_round(res, state, infos, seen, ir1,
-                                                      cluster_launches, fused1)
+    fm2, group_launches, records2, parts = _horizontal_round(res, state, infos, seen, ir1,
+                                                             cluster_launches, fused1)
     text = (fm2 or fm1).text if (fm2 or fm1) else None
-    return _Built(text, group_launches, records + records2)
+    if res.options.megakernel != "grid":
+        return _Built(text, group_launches, records + records2)
+    fused = dict(fused1)
+    fused.update({k.name: k for k in (fm2.kernels if fm2 is not None else ())})
+    fm3, group_launches, mks = _megakernel_round(res, state, infos, text or ir1, parts, fused)
+    return _Built(fm3.text if fm3 is not None else text, group_launches, records + records2,
+                  mks)
 
 
 def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
@@ -548,15 +571,21 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         res.undone.append(f"{s.name}: {why}")
     launches: dict[GroupKey, list[Launch]] = {}
     records: list[FusedLaunchRecord] = []
+    # each group's launches by the part of it they run: a cluster (its index) or the
+    # horizontal kernel ("h"); the parts of a group are independent of each other
+    parts: dict[GroupKey, list[tuple[int | str, Launch]]] = {}
     for ri, gi, g in _groups(res.regions):
         per_cluster = [cluster_launches[(ri, gi, ci)] for ci in range(len(g.clusters))]
         cis = members.get((ri, gi))
         if fm is None or cis is None or (ri, gi) in state.disabled_groups:
             launches[(ri, gi)] = [x for seq in per_cluster for x in seq]
+            parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) for x in seq]
             continue
         k = fm.kernel(g.name)
         rest = [x for ci, seq in enumerate(per_cluster) if ci not in cis for x in seq]
         launches[(ri, gi)] = rest + [k.launch(firsts[(ri, gi)])]
+        parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) if ci not in cis
+                           for x in seq] + [("h", launches[(ri, gi)][-1])]
         cs = [g.clusters[ci] for ci in cis]
         reasons = [f"{c.name or c.nodes[0].label()}: independent of the others in "
                    f"level {g.level}" for c in cs]
@@ -564,6 +593,79 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         rec = FusedLaunchRecord(g.name, arrangement, g.level, ri,
                                 [n for c in cs for n in c.nodes], reasons, k)
         rec.owner = g
+        records.append(rec)
+    return fm, launches, records, parts
+
+
+def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo], ir: str,
+                      parts: dict[GroupKey, list[tuple[int | str, Launch]]],
+                      fused: dict[str, FusedKernel]):
+    """`--megakernel grid`: every region of two or more launches (after rounds 1 and 2)
+    becomes one cooperative kernel. Its segments hold independent launches (parts of one
+    group); a grid-wide barrier separates the segments, so every dependence between two of
+    its launches, GLOBAL ones included, is ordered as the kernel boundary ordered it."""
+    specs: list[FusedKernelSpec] = []
+    chosen: dict[int, tuple[list[Launch], str]] = {}
+    by_launch = {id(n.launch): n for r in res.regions for n in r.nodes}
+    sms = coresident_blocks(res.options.arch)
+    for ri, region in enumerate(res.regions):
+        seq = [(gi, tag, launch) for gi in range(len(region.groups))
+               for tag, launch in parts[(ri, gi)]]
+        if len(seq) < 2 or ri in state.disabled_megakernels:
+            continue
+        ms, cuts, seen_tags, group = [], [], set(), None
+        threads = max(prod(fused[x.mangled].block) if x.mangled in fused else
+                      by_launch[id(x)].threads for _, _, x in seq)
+        for i, (gi, tag, launch) in enumerate(seq):
+            k = fused.get(launch.mangled)
+            if k is not None:
+                m = Member(k.name, k.grid, k.block, k.smem)
+            else:
+                n = by_launch[id(launch)]
+                # a launch whose threads are independent fills the fused blocks (its
+                # threads in order, several of its blocks per fused block), not one of its
+                # blocks per fused block with the other threads idle
+                m = Member(n.launch.mangled, n.grid, n.block, n.smem,
+                           mapping=GLOBAL if n.thread_independent and n.threads < threads
+                           else BLOCK)
+            if i and (gi != group or tag in seen_tags):
+                cuts.append(i)
+                seen_tags = set()
+            group = gi
+            seen_tags.add(tag)
+            ms.append((m, launch, _types(launch, infos, fused)))
+        need = max(m.blocks_needed(threads) or 1 for m, _, _ in ms)
+        name = f"sirius_g{len(specs)}"
+        specs.append(FusedKernelSpec(name, "grid", tuple(param_maps(ms)),
+                                     grid=(min(need, sms), 1, 1),
+                                     grid_sync_before=tuple(cuts)))
+        chosen[ri] = ([launch for _, launch, _ in ms], name)
+    fm, bad = _build_specs(specs, ir)
+    for s, why in bad:
+        res.undone.append(f"{s.name}: {why}")
+        state.disabled_megakernels.update(ri for ri, (_, n) in chosen.items() if n == s.name)
+    launches = {key: list(v) for key, v in
+                ((key, [x for _, x in ps]) for key, ps in parts.items())}
+    records: list[FusedLaunchRecord] = []
+    if fm is None:
+        return None, launches, records
+    for ri, (phase_launches, name) in chosen.items():
+        if ri in state.disabled_megakernels:
+            continue
+        k = fm.kernel(name)
+        region = res.regions[ri]
+        for gi in range(len(region.groups)):
+            launches[(ri, gi)] = []
+        launches[(ri, 0)] = [k.launch(phase_launches)]
+        segs = k.spec.segments()
+        reasons = [f"segment {j}: {', '.join(phase_launches[i].kernel for i in seg)}"
+                   for j, seg in enumerate(segs)]
+        grid_why = f"one per SM of the smallest {res.options.arch} GPU, co-resident" \
+            if k.grid[0] == sms else "as many as its largest member needs"
+        reasons.append(f"{len(segs) - 1} grid barrier(s); grid {k.grid[0]} blocks ({grid_why}"
+                       "), each member over its own blocks in a block-stride loop")
+        rec = FusedLaunchRecord(name, "grid", 0, ri, list(region.nodes), reasons, k)
+        rec.owner = ri
         records.append(rec)
     return fm, launches, records
 

@@ -41,6 +41,8 @@ def plan_json(res: FuseResult, verification: dict | None = None) -> dict:
         "launches": {"before": res.launches_before, "after": res.launches_after},
         "argv": list(res.original.host.argv) if res.original.host.argv is not None else None,
         "fused_kernels": [_fused_json(res, rec) for rec in res.fused],
+        "megakernel": res.options.megakernel,
+        "megakernels": [_megakernel_json(res, rec) for rec in res.megakernels],
         "storage": _storage_json(res),
         "wavefront": _wave_json(res),
         "unrolled": [u.to_json() for u in res.wavefront.unrolled] if res.wavefront else [],
@@ -78,6 +80,35 @@ def _fused_json(res: FuseResult, rec: FusedLaunchRecord) -> dict:
     d["reasons"] = list(rec.reasons)
     d["ptxas"] = {a: r.to_json() for a, r in rec.resources.items()}
     return d
+
+
+def _megakernel_json(res: FuseResult, rec: FusedLaunchRecord) -> dict:
+    d = _fused_json(res, rec)
+    k = rec.kernel
+    d["cooperative"] = True
+    d["segments"] = [[k.spec.members[i].kernel for i in seg] for seg in k.spec.segments()] \
+        if k is not None else []
+    d["grid_barriers"] = max(0, len(d["segments"]) - 1)
+    return d
+
+
+def megakernels_md(res: FuseResult) -> list[str]:
+    if not res.options.megakernel:
+        return []
+    lines = [f"## Megakernels ({res.options.megakernel})", ""]
+    if not res.megakernels:
+        return lines + ["None: no run of two or more launches (or every one was undone).", ""]
+    for rec in res.megakernels:
+        k = rec.kernel
+        lines += [f"### {rec.name} (cooperative launch, grid {k.grid}, block {k.block})", "",
+                  f"- replaces {len(rec.nodes)} launches of the original program: "
+                  + ", ".join(n.label() for n in rec.nodes)]
+        lines += [f"- {why}" for why in rec.reasons]
+        for arch, r in rec.resources.items():
+            lines.append(f"- ptxas {arch}: {r.registers} registers, {r.smem} B shared, "
+                         f"{r.spill_stores} B spill stores, {r.spill_loads} B spill loads")
+        lines.append("")
+    return lines
 
 
 def _storage_json(res: FuseResult) -> dict | None:
@@ -200,7 +231,9 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
              f"- target: {res.options.arch}; arrangement: {res.options.arrangement}",
              f"- launches: {res.launches_before} before, {res.launches_after} after "
              "(dynamic count; constant host loops unrolled in the count)",
-             f"- fused kernels: {len(res.fused)}",
+             f"- fused kernels: {len(res.fused)}"
+             + (f"; megakernels ({res.options.megakernel}): {len(res.megakernels)}"
+                if res.options.megakernel else ""),
              *argv_lines(res),
              f"- post-fusion passes: {postopt_line(res)}",
              *(f"  - {st.pass_text.split('{')[0]}: {n}" for st in res.postopt
@@ -238,6 +271,7 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
             lines.append(f"- ptxas {arch}: {r.registers} registers, {r.smem} B shared, "
                          f"{r.spill_stores} B spill stores, {r.spill_loads} B spill loads")
         lines.append("")
+    lines += megakernels_md(res)
     s = _storage_json(res)
     lines += ["## Storage split (false dependences)", ""]
     if s and s["notes"]:

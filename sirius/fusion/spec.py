@@ -165,6 +165,12 @@ class Member:
                       int(d.get("repeat", 1)), tuple(int(x) for x in d.get("strides", ())))
 
 
+# vertical: every member in every fused thread; horizontal: each member in its own blocks;
+# grid: a megakernel, every member over all blocks (a block-stride loop), grid-wide barriers
+# between the segments that depend on each other (launched cooperatively)
+ARRANGEMENTS = ("vertical", "horizontal", "grid")
+
+
 @dataclass(frozen=True, slots=True)
 class FusedKernelSpec:
     name: str
@@ -173,12 +179,31 @@ class FusedKernelSpec:
     block: Dim3 | None = None  # default: (largest member block, 1, 1)
     grid: Dim3 | None = None  # default: what the members need, 1-D
     share_smem: bool | None = None  # overlay members' shared memory (default: horizontal)
+    # grid (a megakernel): the members that start a segment after a grid-wide barrier; the
+    # members of one segment are independent and run one after another in each block, a block
+    # barrier between them
+    grid_sync_before: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.arrangement not in ("vertical", "horizontal"):
-            raise ValueError(f"unknown arrangement {self.arrangement!r} (vertical, horizontal)")
+        if self.arrangement not in ARRANGEMENTS:
+            raise ValueError(f"unknown arrangement {self.arrangement!r} "
+                             f"({', '.join(ARRANGEMENTS)})")
         if not self.members:
             raise ValueError(f"fused kernel {self.name} has no members")
+        if self.grid_sync_before and self.arrangement != "grid":
+            raise ValueError("grid barriers (grid_sync_before) are for the grid arrangement")
+        if any(not 0 < i < len(self.members) for i in self.grid_sync_before):
+            raise ValueError(f"grid_sync_before {self.grid_sync_before}: member indices "
+                             f"1..{len(self.members) - 1}")
+        if self.arrangement == "grid" and self.grid is None:
+            raise ValueError("a grid megakernel needs its grid (the blocks that can be "
+                             "co-resident)")
+
+    def segments(self) -> list[list[int]]:
+        """grid: the member indices of each segment, in order."""
+        cuts = sorted(set(self.grid_sync_before))
+        bounds = [0, *cuts, len(self.members)]
+        return [list(range(a, b)) for a, b in zip(bounds, bounds[1:], strict=False)]
 
     def to_json(self) -> dict:
         out: dict = {"name": self.name, "arrangement": self.arrangement,
@@ -189,6 +214,8 @@ class FusedKernelSpec:
             out["grid"] = list(self.grid)
         if self.share_smem is not None:
             out["share_smem"] = self.share_smem
+        if self.grid_sync_before:
+            out["grid_sync_before"] = list(self.grid_sync_before)
         return out
 
     @staticmethod
@@ -196,7 +223,8 @@ class FusedKernelSpec:
         return FusedKernelSpec(d["name"], d["arrangement"],
                                tuple(Member.from_json(m) for m in d["members"]),
                                _dim3(d["block"]) if "block" in d else None,
-                               _dim3(d["grid"]) if "grid" in d else None, d.get("share_smem"))
+                               _dim3(d["grid"]) if "grid" in d else None, d.get("share_smem"),
+                               tuple(int(i) for i in d.get("grid_sync_before", ())))
 
 
 @dataclass(frozen=True, slots=True)

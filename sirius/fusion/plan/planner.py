@@ -58,6 +58,8 @@ class Options:
     prune: bool = True  # dead and repeated launches are removed (prune.py)
     unroll: int = 64  # host loops of independent launches running at most this many are
     # unrolled so that their iterations can fuse (wavefront.py); 0: never
+    megakernel: str | None = None  # "grid": each region's launches become one cooperative
+    # kernel with grid-wide barriers (driver._megakernel_round); None: off
 
 
 @dataclass(frozen=True, slots=True)

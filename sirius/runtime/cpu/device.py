@@ -152,6 +152,8 @@ class CpuDevice:
         if entry.rejected:
             raise KernelFault(f"the CPU executor cannot run kernel {shown}: it {entry.rejected}",
                               loc)
+        if entry.segments:  # a megakernel: a grid barrier between segments
+            return self._segments(module, entry, shown, grid, block, smem, args, loc)
         if smem > jm.host.smem_bytes - jm.host.smem_static:
             raise KernelFault(f"kernel {shown} asks for {smem} bytes of dynamic shared memory; "
                               f"at most {jm.host.smem_bytes - jm.host.smem_static} are possible",
@@ -237,6 +239,24 @@ class CpuDevice:
         return LaunchStats(shown, tuple(grid), tuple(block), smem, c[0], c[1], c[2], c[3], c[4],
                            c[5], seconds,
                            "loops" if entry.loops else "fibers" if entry.fibers else "fast")
+
+    def _segments(self, module: Module, entry, shown: str, grid, block, smem: int, args: list,
+                  loc: Location | None) -> LaunchStats:
+        """A megakernel's launch: each segment over every block (in this device's block order)
+        before the next, which is what the grid barrier between them guarantees; one launch's
+        counts, its grid barriers among its barriers (one per block and grid barrier)."""
+        parts = [self.launch(module, seg, grid, block, smem, args, loc,
+                             name=f"{shown} (segment {k})")
+                 for k, seg in enumerate(entry.segments)]
+        nblocks = grid[0] * grid[1] * grid[2]
+        counts = [sum(getattr(p, f) for p in parts) for f in (
+            "instructions", "global_load_bytes", "global_store_bytes", "shared_load_bytes",
+            "shared_store_bytes", "barriers")]
+        counts[-1] += (len(parts) - 1) * nblocks
+        modes = {p.mode for p in parts}
+        return LaunchStats(shown, tuple(grid), tuple(block), smem, *counts,
+                           sum(p.seconds for p in parts),
+                           modes.pop() if len(modes) == 1 else "+".join(sorted(modes)))
 
     def _run(self, d, nw: int, nblocks: int, nthreads: int, fibers: bool, kernel: str,
              loc: Location | None) -> tuple[int, float]:

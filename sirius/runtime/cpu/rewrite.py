@@ -60,6 +60,9 @@ class KernelEntry:
     rejected: str | None  # why the executor cannot run it (inline PTX, unknown intrinsic, ...)
     loops: bool = False   # runs as work-item loops (wiloop.py): thread_fn is a continuation
     frame_bytes: int = 0  # its per-thread frame
+    # a megakernel (fusion's grid arrangement): the entries of its segments, run one after
+    # another over the whole grid (what its grid barriers mean); its own body never runs
+    segments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,6 +431,42 @@ def _stub(decl: str) -> str:
     return f"define internal {ret} {name}({', '.join(named)}) {{\n  unreachable\n}}"
 
 
+GRID_SYNC = "sirius_grid_sync"  # fusion/codegen/assemble.py writes it and its counter
+GRID_SYNC_COUNTER = "sirius_grid_sync_counter"
+
+
+def _segments(fn: Function) -> tuple[str, ...] | str | None:
+    """A megakernel's segment functions, in order, when `fn` is one: its body is only calls of
+    functions with its own parameters (or poison), `sirius_grid_sync()` between them, and
+    `ret void`. None when `fn` has no grid barrier; a sentence when it has one in another form
+    (the executor cannot say what it means then)."""
+    calls = [ins for b in fn.blocks for ins in b.instrs
+             if ins.opcode == "call" and ins.callee is not None]
+    if not any(c.callee.name == GRID_SYNC for c in calls):
+        return None
+    names = {f"%{a.name}" for a in fn.args}
+    segments: list[str] = []
+    for b in fn.blocks:
+        for ins in b.instrs:
+            if ins.opcode == "ret" and len(fn.blocks) == 1:
+                continue
+            callee = ins.callee.name if ins.opcode == "call" and ins.callee is not None \
+                else None
+            if callee == GRID_SYNC:
+                continue
+            if callee is not None and callee.startswith(fn.name + "_seg"):
+                args = [_arg_value(a)[1] for a in _call_args(ins.text, callee)[0]]
+                if len(args) == len(fn.args) and all(
+                        v == f"%{a.name}" or v in ("poison", "undef")
+                        for v, a in zip(args, fn.args, strict=True)) and set(args) <= \
+                        names | {"poison", "undef"}:
+                    segments.append(callee)
+                    continue
+            return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
+                    f"(segment calls and grid barriers only): {ins.text.strip()[:80]}")
+    return tuple(segments)
+
+
 def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             instrument: bool = False, loops: bool = True) -> HostModule:
     """The host-target module that runs `view`'s kernels (see the module docstring); with
@@ -444,6 +483,8 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         if not m:
             continue
         name, space, kind = m.group(1).strip('"'), m.group(2), m.group(3)
+        if name == GRID_SYNC_COUNTER:
+            continue
         if space == "1" and kind == "global":
             device_globals = True
         if space != "3":
@@ -473,6 +514,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     i = 0
     kernels: list[tuple[Function, str]] = []
     spans: dict[str, tuple[int, int]] = {}  # kernel -> its lines in `out`
+    headers: dict[str, str] = {}  # function -> its define line
     while i < len(lines):
         line = lines[i]
         if line.startswith("define "):
@@ -483,8 +525,12 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             fn = view.functions[name]
             if fn.calling_conv == "ptx_kernel":
                 kernels.append((fn, _global_subst(line, smem)))
+            headers[fn.name] = _global_subst(line, smem)
             start = len(out)
-            out += _function(st, fn, lines[i:j + 1])
+            if name == GRID_SYNC:  # runs only on a GPU: the executor runs the segments apart
+                out += [f"define internal void @{GRID_SYNC}() {{", "entry:", "  ret void", "}"]
+            else:
+                out += _function(st, fn, lines[i:j + 1])
             spans[fn.name] = (start, len(out))
             i = j + 1
             continue
@@ -493,7 +539,8 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             out.append(f'target datalayout = "{host_layout}"')
         elif line.startswith("target triple"):
             out.append(f'target triple = "{host_triple}"')
-        elif re.match(r"@[^=]+= .*addrspace\(3\) global", line):
+        elif re.match(r"@[^=]+= .*addrspace\(3\) global", line) or \
+                line.startswith(f"@{GRID_SYNC_COUNTER} "):
             continue
         elif line.startswith("declare "):
             m = re.search(r'@("[^"]+"|[-\w.$]+)\(', line)
@@ -535,7 +582,26 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     entries: dict[str, KernelEntry] = {}
     wrappers = []
     replaced: list[tuple[tuple[int, int], list[str]]] = []
-    for k, (fn, header) in enumerate(kernels):
+    todo: list[tuple[Function, str, tuple[str, ...]]] = []
+    for fn, header in kernels:
+        segs = _segments(fn)
+        if isinstance(segs, str):
+            st.rejected.setdefault(fn.name, segs)
+            segs = None
+        if segs:
+            lo, hi = spans[fn.name]  # never runs: its segments do
+            replaced.append(((lo, hi), [out[lo], "entry:", "  unreachable", "}"]))
+            for seg in dict.fromkeys(segs):
+                todo.append((view.functions[seg], headers[seg], ()))
+        todo.append((fn, header, segs or ()))
+    for k, (fn, header, segs) in enumerate(todo):
+        if segs:
+            why = next((st.rejected[f] for f in [fn.name, *segs] if f in st.rejected), None)
+            entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
+                                           tuple(a.type for a in fn.args), False, why,
+                                           segments=segs)
+            wrappers.append(_wrapper(k, header, fn))
+            continue
         r = reach(fn.name)
         why = next((st.rejected[f] for f in sorted(r) if f in st.rejected), None)
         why = why or next((st.rejected[f"@{f}"] for f in sorted(r) if f"@{f}" in st.rejected),
