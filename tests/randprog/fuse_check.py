@@ -85,6 +85,7 @@ class FuseOutcome:
     dynamic_after: int = 0
     fused_kernels: int = 0
     undone: list[str] = field(default_factory=list)
+    megakernels: int = 0         # grid megakernels (--megakernel grid)
     passes_changed: list[str] = field(default_factory=list)  # post-fusion passes with an effect
     problems: list[str] = field(default_factory=list)
     crashed: bool = False        # an exception (fuse, verify or a run raised), not a mismatch
@@ -164,11 +165,12 @@ def reference_check(prog: RandomProgram, res, seed: int, out: FuseOutcome,
 def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None = None,
                     workdir: Path | str = ".", *, input_seed: int | None = None,
                     arch: str = "sm_80", raise_on_failure: bool = True,
-                    features: Features = DEFAULT) -> FuseOutcome:
+                    features: Features = DEFAULT,
+                    megakernel: str | None = None) -> FuseOutcome:
     """Write, fuse and check one program (see the module docstring). `arrangement` None picks
     `arrangement_for(seed)` (auto for a drawn program); `input_seed` (default: the generator
     seed, or 1) seeds the executor's inputs and the random order; `features` are the
-    generator's (for a seed)."""
+    generator's (for a seed); `megakernel`: `Options.megakernel` (the grid variant)."""
     from sirius.fusion.plan.planner import Options
     from sirius.pipeline import fuse
     from sirius.verify.differential import verify_fused
@@ -187,7 +189,9 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     out = FuseOutcome(seed, arrangement, path)
     out.reproduce = reproduce_command(seed, arrangement, path, input_seed, features)
     try:
-        res = fuse([path], Options(arch=arch, arrangement=arrangement), use_cache=True)
+        res = fuse([path], Options(arch=arch, arrangement=arrangement, megakernel=megakernel),
+                   use_cache=True)
+        out.megakernels = len(res.megakernels)
         out.launches_before, out.launches_after = res.launches_before, res.launches_after
         out.fused_kernels = len(res.fused)
         out.undone = list(res.undone)

@@ -110,6 +110,22 @@ def test_fused_program(seed: int, tmp_path, tmp_path_factory) -> None:
     assert out.ok, out.message(generate(seed, features=feats))
 
 
+# The same programs as megakernels (--megakernel grid, issue 15): every run of launches left
+# after fusion becomes one cooperative kernel with grid barriers; 2 s a seed, so make test runs
+# the first MEGA_FAST of them and make test-all all 100.
+MEGA_FAST = 15
+
+
+@pytest.mark.parametrize("seed", [s if s < MEGA_FAST else pytest.param(s, marks=pytest.mark.slow)
+                                  for s in SEEDS])
+def test_fused_program_as_megakernels(seed: int, tmp_path) -> None:
+    feats = features_for(seed)
+    out = fuse_and_verify(seed, arrangement_for(seed), tmp_path, raise_on_failure=False,
+                          features=feats, megakernel="grid")
+    assert out.ok, out.message(generate(seed, features=feats))
+    assert out.megakernels == 0 or out.launches_after < out.launches_before
+
+
 @pytest.mark.parametrize("seed", ISSUE12_SEEDS)
 def test_issue12_seed(seed: int, tmp_path) -> None:
     """A program with the constructs of issue 12 that sirius at b0e3fae fused wrongly or whose

@@ -435,17 +435,16 @@ GRID_SYNC = "sirius_grid_sync"  # fusion/codegen/assemble.py writes it and its c
 GRID_SYNC_COUNTER = "sirius_grid_sync_counter"
 
 
-def _segments(fn: Function) -> tuple[str, ...] | str | None:
-    """A megakernel's segment functions, in order, when `fn` is one: its body is only calls of
-    functions with its own parameters (or poison), `sirius_grid_sync()` between them, and
-    `ret void`. None when `fn` has no grid barrier; a sentence when it has one in another form
-    (the executor cannot say what it means then)."""
+def _segments(fn: Function, defined: set[str]) -> list[tuple[str, list[str]]] | str | None:
+    """A megakernel's segments, in order, when `fn` is one: (the function called, the call's
+    argument texts) for each call; its body is only calls of functions defined in the module,
+    `sirius_grid_sync()` between them, and `ret void`. None when `fn` has no grid barrier; a
+    sentence when it has one in another form (the executor cannot say what it means then)."""
     calls = [ins for b in fn.blocks for ins in b.instrs
              if ins.opcode == "call" and ins.callee is not None]
     if not any(c.callee.name == GRID_SYNC for c in calls):
         return None
-    names = {f"%{a.name}" for a in fn.args}
-    segments: list[str] = []
+    segments: list[tuple[str, list[str]]] = []
     for b in fn.blocks:
         for ins in b.instrs:
             if ins.opcode == "ret" and len(fn.blocks) == 1:
@@ -454,17 +453,41 @@ def _segments(fn: Function) -> tuple[str, ...] | str | None:
                 else None
             if callee == GRID_SYNC:
                 continue
-            if callee is not None and callee.startswith(fn.name + "_seg"):
-                args = [_arg_value(a)[1] for a in _call_args(ins.text, callee)[0]]
-                if len(args) == len(fn.args) and all(
-                        v == f"%{a.name}" or v in ("poison", "undef")
-                        for v, a in zip(args, fn.args, strict=True)) and set(args) <= \
-                        names | {"poison", "undef"}:
-                    segments.append(callee)
-                    continue
+            if callee in defined and callee != fn.name:
+                segments.append((callee, _call_args(ins.text, callee)[0]))
+                continue
             return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
                     f"(segment calls and grid barriers only): {ins.text.strip()[:80]}")
-    return tuple(segments)
+    return segments
+
+
+def _segment_wrapper(index: int, header: str, fn: Function, callee: str, call: list[str],
+                     loops: bool) -> str:
+    """`__sirius_thread_N`: one thread of one segment of megakernel `fn`, which unpacks the
+    kernel's arguments and calls the segment as the kernel's body does (constants and poison
+    where the body passes them)."""
+    lines = _wrapper(index, header, fn, loops).split("\n")[:-3]  # without call, ret, }
+    own = {f"%{a.name}": i for i, a in enumerate(fn.args)}
+    name = re.search(r'@("[^"]+"|[-\w.$]+)\(', header).group(1)
+    params, _ = _call_args(header, name)
+    args = []
+    for a in call:
+        i = own.get(_arg_value(a)[1])
+        if i is None:  # a constant or poison, as the kernel's body passes it
+            args.append(a)
+        else:
+            byval = re.search(r"byval\(([^)]*)\)", params[i])
+            args.append(f"{a.rsplit(' ', 1)[0]} {'%a' if byval else '%v'}{i}")
+    if loops:
+        args += ["ptr %frame", "i32 %state"]
+        lines += [f"  %next = call i32 @{_quote(callee)}({', '.join(args)})", "  ret i32 %next"]
+    else:
+        lines += [f"  call void @{_quote(callee)}({', '.join(args)})", "  ret void"]
+    return "\n".join(lines + ["}"])
+
+
+def _quote(name: str) -> str:
+    return name if re.fullmatch(r"[-\w.$]+", name) else f'"{name}"'
 
 
 def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
@@ -582,26 +605,35 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     entries: dict[str, KernelEntry] = {}
     wrappers = []
     replaced: list[tuple[tuple[int, int], list[str]]] = []
+    defined = {f.name for f in view.functions.values() if not f.is_declaration}
     todo: list[tuple[Function, str, tuple[str, ...]]] = []
+    segment_calls: dict[str, tuple[Function, str, str, list[str]]] = {}
     for fn, header in kernels:
-        segs = _segments(fn)
+        segs = _segments(fn, defined)
         if isinstance(segs, str):
             st.rejected.setdefault(fn.name, segs)
             segs = None
+        names: tuple[str, ...] = ()
         if segs:
             lo, hi = spans[fn.name]  # never runs: its segments do
             replaced.append(((lo, hi), [out[lo], "entry:", "  unreachable", "}"]))
-            for seg in dict.fromkeys(segs):
-                todo.append((view.functions[seg], headers[seg], ()))
-        todo.append((fn, header, segs or ()))
+            names = tuple(f"{fn.name}#{j}" for j in range(len(segs)))
+            for entry_name, (callee, call) in zip(names, segs, strict=True):
+                segment_calls[entry_name] = (fn, header, callee, call)
+                todo.append((view.functions[callee], header, ()))
+        todo.append((fn, header, names))
+    seg_names = iter(segment_calls)
+    transformed: dict[str, object] = {}  # a segment function called twice: transformed once
     for k, (fn, header, segs) in enumerate(todo):
         if segs:
-            why = next((st.rejected[f] for f in [fn.name, *segs] if f in st.rejected), None)
+            why = next((st.rejected[f] for f in [fn.name] if f in st.rejected), None)
+            why = why or next((entries[s].rejected for s in segs if entries[s].rejected), None)
             entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
                                            tuple(a.type for a in fn.args), False, why,
                                            segments=segs)
             wrappers.append(_wrapper(k, header, fn))
             continue
+        seg = next(seg_names) if fn.calling_conv != "ptx_kernel" else None
         r = reach(fn.name)
         why = next((st.rejected[f] for f in sorted(r) if f in st.rejected), None)
         why = why or next((st.rejected[f"@{f}"] for f in sorted(r) if f"@{f}" in st.rejected),
@@ -610,10 +642,22 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         # the functions it calls (wiloop.transform may still decline: fibers then)
         lw = None
         if loops and why is None and fn.name in st.fibers and not (r - {fn.name}) & st.fibers:
-            lo, hi = spans[fn.name]
-            lw = wiloop.transform(fn, out[lo:hi], view.struct_bodies)
-        if lw is not None:
-            replaced.append((spans[fn.name], lw.text))
+            if fn.name in transformed:
+                lw = transformed[fn.name]
+            else:
+                lo, hi = spans[fn.name]
+                lw = wiloop.transform(fn, out[lo:hi], view.struct_bodies)
+                transformed[fn.name] = lw
+                if lw is not None:
+                    replaced.append((spans[fn.name], lw.text))
+        if seg is not None:  # a megakernel's segment: the kernel's arguments, its call
+            kfn, kheader, callee, call = segment_calls[seg]
+            entries[seg] = KernelEntry(seg, f"__sirius_thread_{k}",
+                                       tuple(a.type for a in kfn.args),
+                                       bool(r & st.fibers), why, lw is not None,
+                                       lw.frame_bytes if lw is not None else 0)
+            wrappers.append(_segment_wrapper(k, kheader, kfn, callee, call, lw is not None))
+            continue
         entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
                                        tuple(a.type for a in fn.args),
                                        bool(r & st.fibers), why, lw is not None,

@@ -192,7 +192,9 @@ def prepare(res, out: Path, *, observed: list[str], observed_rule: str = "", see
         "reference": {"file": "reference.npz", "device": "cpu", "order": "forward"},
         "launches": {"original": len(ref.launches), "fused_static": len(res.host.launches()),
                      "original_static": len(orig.host.launches())},
-        "cooperative_kernels": list(cooperative_kernels),  # of the fused program
+        # of the fused program: its grid megakernels unless the caller names others
+        "cooperative_kernels": list(cooperative_kernels
+                                    or getattr(res, "cooperative_kernels", ())),
         "original": {"ptx": "original.ptx", "host": host_to_json(orig.host)},
         "fused": {"ptx": "fused.ptx", "host": host_to_json(res.host)},
     }
