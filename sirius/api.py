@@ -46,7 +46,8 @@ class Fusion:
     def fused_kernels(self) -> list[dict]:
         """One entry per fused kernel: name, arrangement and the launches it replaced."""
         return [{"name": rec.name, "arrangement": rec.arrangement,
-                 "members": [n.launch.kernel for n in rec.nodes]} for rec in self.result.fused]
+                 "members": [n.launch.kernel for n in rec.nodes]}
+                for rec in self.result.fused + self.result.megakernels]
 
     @property
     def undone(self) -> list[str]:
@@ -77,12 +78,15 @@ def fuse(*files: str | Path, arch: str = "sm_80", arrangement: str = "auto",
          entry: str = "main", includes: Sequence[str] = (), defines: Sequence[str] = (),
          clang_flags: Sequence[str] = (), split_storage: bool = True, wavefront: bool = True,
          use_cache: bool = True, progress: Callable[[str], None] | None = None,
-         argv: Sequence[str] | None = None, unroll: int = 64) -> Fusion:
+         argv: Sequence[str] | None = None, unroll: int = 64,
+         megakernel: str | None = None) -> Fusion:
     """Compile, analyse and fuse a whole CUDA program (the `sirius fuse` command); `argv`: the
     program's arguments (`--args`), to which it is then specialised; `unroll`: host loops of
-    independent launches running at most this many are unrolled so that they fuse (0: never)."""
+    independent launches running at most this many are unrolled so that they fuse (0: never);
+    `megakernel="grid"`: each remaining run of launches becomes one cooperative kernel
+    (`--megakernel grid`, docs/fusion-megakernel.md)."""
     options = Options(arch=arch, arrangement=arrangement, split_storage=split_storage,
-                      wavefront=wavefront, unroll=unroll)
+                      wavefront=wavefront, unroll=unroll, megakernel=megakernel)
     result = pipeline.fuse(files, options, entry=entry,
                            flags=_flags(includes, defines, clang_flags), use_cache=use_cache,
                            progress=progress or (lambda _: None), argv=argv)
