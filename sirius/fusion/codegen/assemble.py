@@ -259,7 +259,8 @@ class Assembler:
                 elif bid.lstrip("-").isdigit():
                     used.add(int(bid))
         # Vertical members run one after another in the same block, so each gets its own id;
-        # horizontal members never share a block, so one id serves them all.
+        # horizontal members never share a block, so one id serves them all, and so it does for
+        # a megakernel's members, which a block barrier (or a grid barrier) separates.
         free = (i for i in range(1, MAX_BARRIER_ID + 1) if i not in used)
         shared_id: int | None = None
         for pm in members:
@@ -272,7 +273,7 @@ class Assembler:
                 except StopIteration:
                     raise self.fail(spec, "more partial members with barriers than the 15 "
                                     "named barriers a block has") from None
-                if spec.arrangement == "horizontal":
+                if spec.arrangement in ("horizontal", "grid"):
                     shared_id = pm.barrier_id
 
     def layout(self, spec: FusedKernelSpec, members: list[_Member]) -> tuple[int, int]:
