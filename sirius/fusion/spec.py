@@ -169,6 +169,10 @@ class Member:
 # grid: a megakernel, every member over all blocks (a block-stride loop), grid-wide barriers
 # between the segments that depend on each other (launched cooperatively)
 ARRANGEMENTS = ("vertical", "horizontal", "grid")
+# a megakernel's grid-wide barrier and its counter (codegen/grid.py writes them; the CPU
+# executor's rewrite recognises the barrier)
+GRID_SYNC = "sirius_grid_sync"
+GRID_SYNC_COUNTER = "sirius_grid_sync_counter"
 
 
 @dataclass(frozen=True, slots=True)

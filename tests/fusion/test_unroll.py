@@ -160,7 +160,7 @@ def test_pointer_views_step_by_a_row_and_a_float_argument_does_not():
 def test_repeat_runs_breaks_where_a_step_changes():
     from sirius.analysis.expr import Expr
     from sirius.analysis.host.model import BufferArg, DevRef, Launch, ScalarArg
-    from sirius.fusion.driver import repeat_runs
+    from sirius.fusion.members import repeat_runs
     from sirius.fusion.spec import Member
 
     m = Member("k", (16, 1, 1), (32, 1, 1))  # 3 launches of 16 blocks: more than a switch

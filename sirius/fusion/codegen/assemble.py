@@ -19,6 +19,7 @@ from sirius.analysis.expr import Expr
 from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import ModuleView
 from sirius.fusion.codegen import fragment as frag
+from sirius.fusion.codegen import grid as grid_code
 from sirius.fusion.codegen import irtext
 from sirius.fusion.codegen.dispatch import dispatch
 from sirius.fusion.codegen.irwriter import Writer
@@ -407,9 +408,9 @@ class Assembler:
         ptext = []
         for p in params:
             noundef = all("noundef" in self.member_param(spec, mi, j) for mi, j in p.uses)
-            ptext.append(f"{p.type}{' noundef' if noundef else ''} %{_local(p.name)}")
+            ptext.append(f"{p.type}{' noundef' if noundef else ''} %{irtext.local_ref(p.name)}")
         if spec.arrangement == "grid":
-            self.write_grid(spec, members, params, block, grid, ptext, kattrs, target)
+            grid_code.write_grid(self, spec, members, params, block, grid, ptext, kattrs, target)
             return
         w = Writer(loc)
         out = [f"define dso_local ptx_kernel void {irtext.global_ref(spec.name)}"
@@ -456,122 +457,6 @@ class Assembler:
         out += ["exit:", "  ret void", "}"]
         self.appended.append("\n".join(out))
 
-    def write_grid(self, spec: FusedKernelSpec, members: list[_Member],
-                   params: Sequence[FusedParam], block: Dim3, grid: Dim3, ptext: list[str],
-                   kattrs: str, target: str) -> None:
-        """A megakernel: the kernel calls one function per segment, `sirius_grid_sync()`
-        between them; a segment runs its members one after another in every block, each over
-        its own blocks in a block-stride loop (block b runs b, b + G, b + 2G, ... of a member
-        that needs more blocks than the G of the grid), a block barrier between members. The
-        segments stay functions of their own (noinline): the CPU executor runs each over all
-        blocks before the next, which is what the grid barrier means."""
-        args = ", ".join(f"{p.type} %{_local(p.name)}" for p in params)
-        fparam = {(mi, j): p for p in params for mi, j in p.uses}
-        body = []
-        for k, seg in enumerate(spec.segments()):
-            fn = f"{spec.name}_seg{k}"
-            if k:
-                self.grid_sync()
-                body.append(f"  call void @{GRID_SYNC}()")
-            body.append(f"  call void {irtext.global_ref(fn)}({args})")
-            self.write_segment(spec, fn, [members[i] for i in seg], block, grid, ptext,
-                               target, fparam)
-        self.appended.append("\n".join(
-            [f"define dso_local ptx_kernel void {irtext.global_ref(spec.name)}"
-             f"({', '.join(ptext)}) #{self.group(kattrs)} {{", "entry:", *body,
-             "  ret void", "}"]))
-
-    def write_segment(self, spec: FusedKernelSpec, fn: str, seg: list[_Member], block: Dim3,
-                      grid: Dim3, ptext: list[str], target: str,
-                      fparam: dict[tuple[int, int], FusedParam]) -> None:
-        dbg, loc = self.subprogram(spec, seg, fn)
-        w = Writer(loc)
-        env: dict[str, str] = {}
-        linear, stride = Expr(0), 1
-        ranges = variable_ranges(block, grid, prod(grid))
-        for axis, n in zip("xyz", block, strict=True):
-            env[f"t{axis}"] = w.sreg(f"tid.{axis}", n) if n > 1 else "0"
-            if n > 1:
-                linear = linear + Expr.var(f"t{axis}").scale(stride)
-            stride *= n
-        env["thread"] = w.value(linear, env, ranges)
-        first = w.sreg("ctaid.x", grid[0]) if grid[0] > 1 else "0"
-        env["by"] = env["bz"] = "0"
-        for s in w.sregs:
-            self.declare(f"llvm.nvvm.read.ptx.sreg.{s}",
-                         f"declare i32 @llvm.nvvm.read.ptx.sreg.{s}()")
-        attrs = f"convergent noinline nounwind {target}".strip()
-        out = [f"define void {irtext.global_ref(fn)}({', '.join(ptext)}) "
-               f"#{self.group(attrs)}{dbg} {{", "entry:"]
-        out += w.flush()
-        w.scope()
-        for j, pm in enumerate(seg):
-            i, need = pm.index, pm.blocks
-            out += [f"  br label %s{i}", f"s{i}:",
-                    f"  %c{i} = icmp ult i32 {first}, {need}",
-                    f"  br i1 %c{i}, label %l{i}, label %d{i}", f"l{i}:",
-                    f"  %vb{i} = phi i32 [ {first}, %s{i} ], [ %nx{i}, %n{i} ]",
-                    f"  br label %m{i}", f"m{i}:"]
-            w.scope()
-            menv = dict(env)
-            menv["block"] = menv["bx"] = f"%vb{i}"
-            out += self.member_code(spec, pm, w, menv, fparam, f"n{i}")
-            out += [f"n{i}:", f"  %nx{i} = add nuw i32 %vb{i}, {grid[0]}",
-                    f"  %cc{i} = icmp ult i32 %nx{i}, {need}",
-                    f"  br i1 %cc{i}, label %l{i}, label %d{i}", f"d{i}:"]
-            if j + 1 < len(seg):  # the next member may reuse its shared memory
-                self.declare(_SYNC, f"declare void @{_SYNC}(i32)")
-                out.append(f"  call void @{_SYNC}(i32 0){w.loc}")
-        out += ["  ret void", "}"]
-        self.appended.append("\n".join(out))
-
-    def grid_sync(self) -> None:
-        """`sirius_grid_sync()`: every block of the grid arrives before any leaves (the
-        cooperative-groups algorithm: thread 0 of each block adds 1 to a global counter, block
-        0 adds 2^31 - (blocks - 1), so the counter's top bit flips when the last block arrives
-        and its low bits are back where they were: the next barrier needs no reset). Needs
-        every block co-resident: a cooperative launch."""
-        if GRID_SYNC in self.decls:
-            return
-        self.declare(GRID_SYNC, "")  # defined here, once per module
-        self.declare(_SYNC, f"declare void @{_SYNC}(i32)")
-        for s in ("tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x",
-                  "nctaid.y", "nctaid.z"):
-            self.declare(f"llvm.nvvm.read.ptx.sreg.{s}",
-                         f"declare i32 @llvm.nvvm.read.ptx.sreg.{s}()")
-        sreg = "call i32 @llvm.nvvm.read.ptx.sreg."
-        bar = f"@{GRID_SYNC_COUNTER}"
-        self.appended.append(f"{bar} = internal addrspace(1) global i32 0, align 4")
-        self.appended.append("\n".join([
-            f"define internal void @{GRID_SYNC}() #{self.group('convergent noinline nounwind')}"
-            " {", "entry:",
-            f"  call void @{_SYNC}(i32 0)",
-            f"  %tx = {sreg}tid.x()", f"  %ty = {sreg}tid.y()", f"  %tz = {sreg}tid.z()",
-            "  %t1 = or i32 %tx, %ty", "  %t2 = or i32 %t1, %tz",
-            "  %lead = icmp eq i32 %t2, 0",
-            "  br i1 %lead, label %arrive, label %done", "arrive:",
-            f"  %bx = {sreg}ctaid.x()", f"  %by = {sreg}ctaid.y()", f"  %bz = {sreg}ctaid.z()",
-            "  %b1 = or i32 %bx, %by", "  %b2 = or i32 %b1, %bz",
-            "  %first = icmp eq i32 %b2, 0",
-            f"  %nx = {sreg}nctaid.x()", f"  %ny = {sreg}nctaid.y()", f"  %nz = {sreg}nctaid.z()",
-            "  %n1 = mul i32 %nx, %ny", "  %n = mul i32 %n1, %nz",
-            "  %others = sub i32 %n, 1",
-            "  %big = sub i32 -2147483648, %others",
-            "  %inc = select i1 %first, i32 %big, i32 1",
-            '  fence syncscope("device") seq_cst',
-            f'  %old = atomicrmw add ptr addrspace(1) {bar}, i32 %inc syncscope("device") '
-            "acq_rel, align 4",
-            "  br label %spin", "spin:",
-            f'  %cur = load atomic volatile i32, ptr addrspace(1) {bar} syncscope("device") '
-            "acquire, align 4",
-            "  %x = xor i32 %cur, %old",
-            "  %flipped = icmp slt i32 %x, 0",
-            "  br i1 %flipped, label %arrived, label %spin", "arrived:",
-            '  fence syncscope("device") seq_cst',
-            "  br label %done", "done:",
-            f"  call void @{_SYNC}(i32 0)",
-            "  ret void", "}"]))
-
     def member_code(self, spec: FusedKernelSpec, pm: _Member, w: Writer, env: dict[str, str],
                     fparam: dict[tuple[int, int], FusedParam], nxt: str) -> list[str]:
         """The member's call(s), guarded; a multi-instance member calls its fragment once per
@@ -608,7 +493,7 @@ class Assembler:
         args = []
         for j in range(len(self.view.functions[m.kernel].args)):
             p = fparam[(pm.index, j)]
-            value = f"%{_local(p.name)}"
+            value = f"%{irtext.local_ref(p.name)}"
             if m.repeat > 1 and m.strides[j]:
                 value = self.repeated(spec, pm, w, env[_REP], p.type, value, m.strides[j])
                 out += w.flush()
@@ -672,9 +557,7 @@ class Assembler:
         return "", ""
 
 
-_SYNC = "llvm.nvvm.barrier.cta.sync.aligned.all"
-GRID_SYNC = "sirius_grid_sync"  # a megakernel's grid-wide barrier (Assembler.grid_sync)
-GRID_SYNC_COUNTER = "sirius_grid_sync_counter"
+_SYNC = irtext.SYNC
 _REP = "#rep"  # a repeated member's repetition index in its env
 _BARRIER_DECLS = {"sync": "declare void @{}(i32, i32)", "popc": "declare i32 @{}(i32, i32, i1)",
                   "and": "declare i1 @{}(i32, i32, i1)", "or": "declare i1 @{}(i32, i32, i1)"}
@@ -684,5 +567,3 @@ def _align(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
-def _local(name: str) -> str:
-    return name if re.fullmatch(r"[-\w.$]+", name) and not name[0].isdigit() else f'"{name}"'

@@ -42,6 +42,14 @@ def unquote(name: str) -> str:
     return name[1:-1] if name.startswith('"') else name
 
 
+SYNC = "llvm.nvvm.barrier.cta.sync.aligned.all"  # __syncthreads (barrier 0, all threads)
+
+
+def local_ref(name: str) -> str:
+    """A local value's name as IR writes it after `%` (quoted when it must be)."""
+    return name if re.fullmatch(r"[-\w.$]+", name) and not name[0].isdigit() else f'"{name}"'
+
+
 def global_ref(name: str) -> str:
     """`@name` as IR writes it (quoted when it has characters an identifier cannot)."""
     return f"@{name}" if re.fullmatch(r"[-\w.$]+", name) else f'@"{name}"'

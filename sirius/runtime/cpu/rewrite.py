@@ -32,9 +32,18 @@ from dataclasses import dataclass, field
 from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import Function, Instr, ModuleView
 from sirius.diagnostics import Location
+from sirius.fusion.spec import GRID_SYNC, GRID_SYNC_COUNTER
 from sirius.runtime.cpu import native as N
 from sirius.runtime.cpu import ptxlift, wiloop
 from sirius.runtime.cpu.checks import access_check_ir
+from sirius.runtime.cpu.entries import (
+    arg_value,
+    call_args,
+    segment_wrapper,
+    segments_of,
+    split_top,
+    thread_wrapper,
+)
 from sirius.runtime.cpu.module_globals import ModuleGlobal, ir_name, module_global
 from sirius.runtime.cpu.rounding import uncontracted
 
@@ -48,7 +57,7 @@ _RED = {"popc": 1, "and": 2, "or": 3}
 # Device functions whose host namesakes mean something else: CUDA's vprintf takes a packed
 # argument buffer, libc's a va_list.
 _RENAMED = {"vprintf": "sirius_rt_vprintf"}
-_PARAM_ATTRS = {"noundef", "signext", "zeroext", "inreg", "nonnull", "returned"}
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,42 +91,6 @@ class HostModule:
     sites: tuple[Location | None, ...]
     device_globals: bool  # mutable __device__ variables: workers must share one module
     globals: tuple[ModuleGlobal, ...] = ()  # in `@__sirius_globals` order
-
-
-def _split_top(s: str) -> list[str]:
-    """Split at commas that are not inside (), [], {} or <>."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(s):
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(s[start:i])
-            start = i + 1
-    out.append(s[start:])
-    return out
-
-
-def _call_args(line: str, callee: str) -> tuple[list[str], str]:
-    """The argument texts of a call to `@callee` and what follows the closing parenthesis."""
-    i = line.index(f"@{callee}(") + len(callee) + 2
-    depth = 1
-    j = i
-    while depth:
-        depth += {"(": 1, ")": -1}.get(line[j], 0)
-        j += 1
-    inner = line[i:j - 1].strip()
-    return ([a.strip() for a in _split_top(inner)] if inner else []), line[j:]
-
-
-def _arg_value(arg: str) -> tuple[str, str]:
-    """`i32 noundef %x` -> ("i32", "%x")."""
-    ty, rest = arg.split(" ", 1)
-    words = rest.split(" ")
-    while len(words) > 1 and words[0] in _PARAM_ATTRS:
-        words.pop(0)
-    return ty, " ".join(words)
 
 
 def _dbg(tail: str) -> str:
@@ -193,8 +166,8 @@ def _nvvm(st: _State, fn: Function, ins: Instr, line: str, name: str) -> list[st
     """Replacement lines for a call of `@llvm.nvvm.<name>`."""
     m = re.match(r"\s*(%[-\w.$\"]+) = ", line)
     res = m.group(1) if m else ""
-    args, tail = _call_args(line, f"llvm.nvvm.{name}")
-    vals = [_arg_value(a) for a in args]
+    args, tail = call_args(line, f"llvm.nvvm.{name}")
+    vals = [arg_value(a) for a in args]
     dbg = _dbg(tail)
     rty = ins.type
     if m := re.fullmatch(r"read\.ptx\.sreg\.(tid|ntid|ctaid|nctaid)\.([xyz])", name):
@@ -300,7 +273,7 @@ def _is_local(v, depth: int = 0) -> bool:
 def _access(st: _State, ins: Instr, line: str) -> list[str]:
     """Counter (and checker) lines to put before a load, store, atomicrmw or cmpxchg."""
     body = line.split(" = ", 1)[1] if re.match(r"\s*%[-\w.$\"]+ = ", line) else line.strip()
-    parts = _split_top(body)
+    parts = split_top(body)
     if ins.opcode in ("load", "store"):
         ptr_text = parts[1].strip()
         ptr_v = ins.operands[0] if ins.opcode == "load" else ins.operands[1]
@@ -395,99 +368,14 @@ def _function(st: _State, fn: Function, lines: list[str]) -> list[str]:
     return out
 
 
-def _wrapper(index: int, header: str, fn: Function, loops: bool = False) -> str:
-    """`__sirius_thread_N(ptr args)`, one thread of kernel N; for a work-item-loop kernel
-    `i32 __sirius_thread_N(ptr args, ptr frame, i32 state)`, one step of one thread."""
-    name = re.search(r'@("[^"]+"|[-\w.$]+)\(', header).group(1)
-    params, _ = _call_args(header, name)
-    lines = [f"define i32 @__sirius_thread_{index}(ptr %args, ptr %frame, i32 %state) {{"
-             if loops else f"define void @__sirius_thread_{index}(ptr %args) {{", "entry:"]
-    call_args = []
-    for i, (arg, ptext) in enumerate(zip(fn.args, params, strict=True)):
-        ty = arg.type
-        lines.append(f"  %p{i} = getelementptr inbounds ptr, ptr %args, i64 {i}")
-        lines.append(f"  %a{i} = load ptr, ptr %p{i}, align 8")
-        byval = re.search(r"byval\(([^)]*)\)", ptext)
-        if byval:
-            call_args.append(f"ptr byval({byval.group(1)}) %a{i}")
-        else:
-            lines.append(f"  %v{i} = load {ty}, ptr %a{i}, align 1")
-            call_args.append(f"{ty} %v{i}")
-    if loops:
-        call_args += ["ptr %frame", "i32 %state"]
-        lines += [f"  %next = call i32 @{name}({', '.join(call_args)})", "  ret i32 %next", "}"]
-    else:
-        lines += [f"  call void @{name}({', '.join(call_args)})", "  ret void", "}"]
-    return "\n".join(lines)
-
-
 def _stub(decl: str) -> str:
     """`declare i32 @f(ptr, i32)` -> an internal definition that never runs."""
     m = re.match(r"declare (.*?)(@\S+?)\((.*)\)(.*)$", decl)
     ret_attrs, name, params, _ = m.groups()
-    ps = [p.strip() for p in _split_top(params)] if params.strip() else []
+    ps = [p.strip() for p in split_top(params)] if params.strip() else []
     named = [p if p == "..." else f"{p} %{i}" for i, p in enumerate(ps)]
     ret = ret_attrs.split()[-1] if ret_attrs.split() else "void"
     return f"define internal {ret} {name}({', '.join(named)}) {{\n  unreachable\n}}"
-
-
-GRID_SYNC = "sirius_grid_sync"  # fusion/codegen/assemble.py writes it and its counter
-GRID_SYNC_COUNTER = "sirius_grid_sync_counter"
-
-
-def _segments(fn: Function, defined: set[str]) -> list[tuple[str, list[str]]] | str | None:
-    """A megakernel's segments, in order, when `fn` is one: (the function called, the call's
-    argument texts) for each call; its body is only calls of functions defined in the module,
-    `sirius_grid_sync()` between them, and `ret void`. None when `fn` has no grid barrier; a
-    sentence when it has one in another form (the executor cannot say what it means then)."""
-    calls = [ins for b in fn.blocks for ins in b.instrs
-             if ins.opcode == "call" and ins.callee is not None]
-    if not any(c.callee.name == GRID_SYNC for c in calls):
-        return None
-    segments: list[tuple[str, list[str]]] = []
-    for b in fn.blocks:
-        for ins in b.instrs:
-            if ins.opcode == "ret" and len(fn.blocks) == 1:
-                continue
-            callee = ins.callee.name if ins.opcode == "call" and ins.callee is not None \
-                else None
-            if callee == GRID_SYNC:
-                continue
-            if callee in defined and callee != fn.name:
-                segments.append((callee, _call_args(ins.text, callee)[0]))
-                continue
-            return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
-                    f"(segment calls and grid barriers only): {ins.text.strip()[:80]}")
-    return segments
-
-
-def _segment_wrapper(index: int, header: str, fn: Function, callee: str, call: list[str],
-                     loops: bool) -> str:
-    """`__sirius_thread_N`: one thread of one segment of megakernel `fn`, which unpacks the
-    kernel's arguments and calls the segment as the kernel's body does (constants and poison
-    where the body passes them)."""
-    lines = _wrapper(index, header, fn, loops).split("\n")[:-3]  # without call, ret, }
-    own = {f"%{a.name}": i for i, a in enumerate(fn.args)}
-    name = re.search(r'@("[^"]+"|[-\w.$]+)\(', header).group(1)
-    params, _ = _call_args(header, name)
-    args = []
-    for a in call:
-        i = own.get(_arg_value(a)[1])
-        if i is None:  # a constant or poison, as the kernel's body passes it
-            args.append(a)
-        else:
-            byval = re.search(r"byval\(([^)]*)\)", params[i])
-            args.append(f"{a.rsplit(' ', 1)[0]} {'%a' if byval else '%v'}{i}")
-    if loops:
-        args += ["ptr %frame", "i32 %state"]
-        lines += [f"  %next = call i32 @{_quote(callee)}({', '.join(args)})", "  ret i32 %next"]
-    else:
-        lines += [f"  call void @{_quote(callee)}({', '.join(args)})", "  ret void"]
-    return "\n".join(lines + ["}"])
-
-
-def _quote(name: str) -> str:
-    return name if re.fullmatch(r"[-\w.$]+", name) else f'"{name}"'
 
 
 def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
@@ -609,7 +497,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     todo: list[tuple[Function, str, tuple[str, ...]]] = []
     segment_calls: dict[str, tuple[Function, str, str, list[str]]] = {}
     for fn, header in kernels:
-        segs = _segments(fn, defined)
+        segs = segments_of(fn, defined)
         if isinstance(segs, str):
             st.rejected.setdefault(fn.name, segs)
             segs = None
@@ -631,7 +519,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
                                            tuple(a.type for a in fn.args), False, why,
                                            segments=segs)
-            wrappers.append(_wrapper(k, header, fn))
+            wrappers.append(thread_wrapper(k, header, fn))
             continue
         seg = next(seg_names) if fn.calling_conv != "ptx_kernel" else None
         r = reach(fn.name)
@@ -656,13 +544,13 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
                                        tuple(a.type for a in kfn.args),
                                        bool(r & st.fibers), why, lw is not None,
                                        lw.frame_bytes if lw is not None else 0)
-            wrappers.append(_segment_wrapper(k, kheader, kfn, callee, call, lw is not None))
+            wrappers.append(segment_wrapper(k, kheader, kfn, callee, call, lw is not None))
             continue
         entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
                                        tuple(a.type for a in fn.args),
                                        bool(r & st.fibers), why, lw is not None,
                                        lw.frame_bytes if lw is not None else 0)
-        wrappers.append(_wrapper(k, header, fn, lw is not None))
+        wrappers.append(thread_wrapper(k, header, fn, lw is not None))
     for (lo, hi), text in sorted(replaced, reverse=True):
         out[lo:hi] = text
 
