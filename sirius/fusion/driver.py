@@ -482,14 +482,13 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         per_cluster = [cluster_launches[(ri, gi, ci)] for ci in range(len(g.clusters))]
         cis = members.get((ri, gi))
         if fm is None or cis is None or (ri, gi) in state.disabled_groups:
-            launches[(ri, gi)] = [x for seq in per_cluster for x in seq]
             parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) for x in seq]
+            launches[(ri, gi)] = [x for _, x in parts[(ri, gi)]]
             continue
         k = fm.kernel(g.name)
-        rest = [x for ci, seq in enumerate(per_cluster) if ci not in cis for x in seq]
-        launches[(ri, gi)] = rest + [k.launch(firsts[(ri, gi)])]
         parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) if ci not in cis
-                           for x in seq] + [("h", launches[(ri, gi)][-1])]
+                           for x in seq] + [("h", k.launch(firsts[(ri, gi)]))]
+        launches[(ri, gi)] = [x for _, x in parts[(ri, gi)]]
         cs = [g.clusters[ci] for ci in cis]
         reasons = [f"{c.name or c.nodes[0].label()}: independent of the others in "
                    f"level {g.level}" for c in cs]
@@ -548,8 +547,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     for s, why in bad:
         res.undone.append(f"{s.name}: {why}")
         state.disabled_megakernels.update(ri for ri, (_, n) in chosen.items() if n == s.name)
-    launches = {key: list(v) for key, v in
-                ((key, [x for _, x in ps]) for key, ps in parts.items())}
+    launches = {key: [x for _, x in ps] for key, ps in parts.items()}
     records: list[FusedLaunchRecord] = []
     if fm is None:
         return None, launches, records

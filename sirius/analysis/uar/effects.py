@@ -235,27 +235,23 @@ class EffectBuilder:
         assert isinstance(launch, Launch)
         summary = self.kernels.summary(launch.mangled, binding_of(launch))
         keyed = self.launch_key(st, summary)
-        if keyed is None:
-            raw, le = self._launch(st, launch, summary)
-            return self.finish(st, raw), le
-        key, buffers = keyed
         memo = self.kernels.launch_effects
-        hit = memo.get(key)
-        if hit is None:
+        hit = memo.get(keyed[0]) if keyed is not None else None
+        if not hit:  # None: not built yet; False: no template (see _template)
             raw, le = self._launch(st, launch, summary)
             effects = self.finish(st, raw)
-            memo[key] = _template(effects, le, buffers, self.ids) or False
+            if keyed is not None and hit is None:
+                memo[keyed[0]] = _template(effects, le, keyed[1], self.ids) or False
             return effects, le
-        if hit is False:  # not a template (see _template): computed every time
-            raw, le = self._launch(st, launch, summary)
-            return self.finish(st, raw), le
         self.warnings.extend(summary.warnings)
+        buffers = keyed[1]
         effects_t, glob_t, le_t = hit
-        effects = tuple(Effect(
-            buffers[int(e.buffer[1:])] if e.buffer.startswith("#") else e.buffer, e.mode,
-            e.relation, e.exact, e.atomic, e.box) for e in effects_t)
-        effects = tuple(sorted((replace(e, relation=islutil.set_tuple(
-            e.relation, st.id, self.tuple_of(e.buffer))) for e in effects),
+
+        def real(name: str) -> str:
+            return buffers[int(name[1:])] if name.startswith("#") else name
+
+        effects = tuple(sorted((replace(e, buffer=real(e.buffer), relation=islutil.set_tuple(
+            e.relation, st.id, self.tuple_of(real(e.buffer)))) for e in effects_t),
             key=lambda e: (e.buffer, e.mode)))
         glob = {(self.ids[buffers[ph]], kind): rel for (ph, kind), rel in glob_t.items()}
         return effects, replace(le_t, global_=glob)
