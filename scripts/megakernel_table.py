@@ -1,5 +1,6 @@
-"""Launches, executor instructions, global bytes and barriers of the plain fusion and of the
-`grid` megakernel variant, each against the original (BENCHMARKS.md, "Megakernels"). Every run
+"""Launches, executor instructions, global bytes, barriers and counter waits of the plain
+fusion and of the `grid` and `counters` megakernel variants, each against the original
+(BENCHMARKS.md, "Megakernels"). Every run
 is `sirius verify --json` (forward, reverse, random:7, bounds checked), so each row is also a
 verification.
 
@@ -34,25 +35,26 @@ def _cell(c: dict, o: dict) -> str:
     gb = c["global_load_bytes"] + c["global_store_bytes"]
     ogb = o["global_load_bytes"] + o["global_store_bytes"]
     return (f"{c['launches']} | {c['instructions']} ({c['instructions'] / o['instructions']:.3f})"
-            f" | {gb} ({gb / ogb:.3f}) | {c['barriers']}")
+            f" | {gb} ({gb / ogb:.3f}) | {c['barriers']} | {c.get('waits', 0)}")
 
 
 def main(argv: list[str]) -> int:
     print("| program | variant | launches | instructions (/ original) | global bytes "
-          "(/ original) | barriers | verify | s |")
-    print("|---|---|---|---|---|---|---|---|")
+          "(/ original) | barriers | waits | verify | s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for path in argv or PROGRAMS:
-        for label, extra in (("plain fusion", []), ("--megakernel grid",
-                                                     ["--megakernel", "grid"])):
+        for label, extra in (("plain fusion", []),
+                             ("--megakernel grid", ["--megakernel", "grid"]),
+                             ("--megakernel counters", ["--megakernel", "counters"])):
             d, secs, err = _verify(path, extra)
             if d is None:
-                print(f"| {Path(path).name} | {label} | exit: {err} |||||", flush=True)
+                print(f"| {Path(path).name} | {label} | exit: {err} ||||||", flush=True)
                 continue
             o, f = d["counters"]["original"], d["counters"]["fused"]
             if label == "plain fusion":
                 print(f"| {Path(path).name} | original | {o['launches']} | {o['instructions']} |"
                       f" {o['global_load_bytes'] + o['global_store_bytes']} | {o['barriers']} "
-                      "| | |", flush=True)
+                      "| 0 | | |", flush=True)
             print(f"| {Path(path).name} | {label} | {_cell(f, o)} | {d['status']} | "
                   f"{secs:.0f} |", flush=True)
     return 0

@@ -84,7 +84,8 @@ def fuse(*files: str | Path, arch: str = "sm_80", arrangement: str = "auto",
     program's arguments (`--args`), to which it is then specialised; `unroll`: host loops of
     independent launches running at most this many are unrolled so that they fuse (0: never);
     `megakernel="grid"`: each remaining run of launches becomes one cooperative kernel
-    (`--megakernel grid`, docs/fusion-megakernel.md)."""
+    (`--megakernel grid`, docs/fusion-megakernel.md); `"counters"`: the same kernel with
+    per-block dependence waits in place of its grid barriers."""
     options = Options(arch=arch, arrangement=arrangement, split_storage=split_storage,
                       wavefront=wavefront, unroll=unroll, megakernel=megakernel)
     result = pipeline.fuse(files, options, entry=entry,

@@ -262,11 +262,13 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--unroll", type=int, default=64, metavar="N",
                     help="unroll a host loop whose iterations are independent when it runs at "
                          "most N launches, so that they can fuse (default 64; 0: never)")
-    sp.add_argument("--megakernel", choices=["grid"], default=None,
+    sp.add_argument("--megakernel", choices=["grid", "counters"], default=None,
                     help="grid: each run of launches (after fusion) becomes one cooperative "
                          "kernel, a grid-wide barrier where a launch depends on an earlier one "
                          "(GLOBAL dependences included), each launch over its own blocks in a "
-                         "block-stride loop, the grid one block per SM (default: off)")
+                         "block-stride loop, the grid one block per SM; counters: the same "
+                         "kernel, but a block waits only for the blocks of the earlier launches "
+                         "its launch depends on, on per-block flags (default: off)")
     sp.add_argument("--keep-syncs", action="store_true",
                     help="every host sync between launches ends a run (default: syncs the "
                          "host observes nothing after are crossed)")

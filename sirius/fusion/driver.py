@@ -43,6 +43,7 @@ from sirius.fusion.spec import (
     FusedModule,
     Member,
 )
+from sirius.fusion.waits import counter_waits
 from sirius.postopt import (
     DEFAULT_PASSES,
     ModulePass,
@@ -198,7 +199,8 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
         from sirius.fusion.plan.wavefront import wavefront_rewrite
 
         t = time.perf_counter()
-        wave = wavefront_rewrite(host, uar, nests=options.wavefront, unroll=options.unroll)
+        wave = wavefront_rewrite(host, uar, nests=options.wavefront, unroll=options.unroll,
+                                 sequential=options.megakernel is not None)
         if wave.host is not host:
             progress(f"host loops: {len(wave.rewritten)} nest(s) skewed, "
                      f"{sum(u.rewritten for u in wave.unrolled)} loop(s) unrolled")
@@ -396,7 +398,7 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> 
     fm2, group_launches, records2, parts = _horizontal_round(res, state, infos, seen, ir1,
                                                              cluster_launches, fused1)
     text = (fm2 or fm1).text if (fm2 or fm1) else None
-    if res.options.megakernel != "grid":
+    if res.options.megakernel not in ("grid", "counters"):
         return _Built(text, group_launches, records + records2)
     fused = dict(fused1)
     fused.update({k.name: k for k in (fm2.kernels if fm2 is not None else ())})
@@ -516,7 +518,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                for tag, launch in parts[(ri, gi)]]
         if len(seq) < 2 or ri in state.disabled_megakernels:
             continue
-        ms, cuts, seen_tags, group = [], [], set(), None
+        ms, cuts, seen_tags, group, covers = [], [], set(), None, []
         threads = max(prod(fused[x.mangled].block) if x.mangled in fused else
                       by_launch[id(x)].threads for _, _, x in seq)
         for i, (gi, tag, launch) in enumerate(seq):
@@ -537,11 +539,20 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             group = gi
             seen_tags.add(tag)
             ms.append((m, launch, _types(launch, infos, fused)))
-        need = max(m.blocks_needed(threads) or 1 for m, _, _ in ms)
+            g = region.groups[gi]
+            covers.append(frozenset(
+                [by_launch[id(launch)].sid] if k is None else
+                [n.sid for n in (g.clusters[tag].nodes if isinstance(tag, int) else g.nodes)]))
+        needs = [m.blocks_needed(threads) or 1 for m, _, _ in ms]
+        grid = min(max(needs), sms)
         name = f"sirius_g{len(specs)}"
-        specs.append(FusedKernelSpec(name, "grid", tuple(param_maps(ms)),
-                                     grid=(min(need, sms), 1, 1),
-                                     grid_sync_before=tuple(cuts)))
+        waits = None
+        if res.options.megakernel == "counters":
+            bounds = [0, *cuts, len(ms)]
+            waits = counter_waits([range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)],
+                                  covers, needs, grid, res.uar.graph)
+        specs.append(FusedKernelSpec(name, "grid", tuple(param_maps(ms)), grid=(grid, 1, 1),
+                                     grid_sync_before=tuple(cuts), waits=waits))
         chosen[ri] = ([launch for _, launch, _ in ms], name)
     fm, bad = _build_specs(specs, ir)
     for s, why in bad:
@@ -564,7 +575,9 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                    for j, seg in enumerate(segs)]
         grid_why = f"one per SM of the smallest {res.options.arch} GPU, co-resident" \
             if k.grid[0] == sms else "as many as its largest member needs"
-        reasons.append(f"{len(segs) - 1} grid barrier(s); grid {k.grid[0]} blocks ({grid_why}"
+        sync = f"{len(segs) - 1} grid barrier(s)" if k.spec.waits is None else \
+            f"{len(k.spec.waits)} dependence wait(s) instead of grid barriers"
+        reasons.append(f"{sync}; grid {k.grid[0]} blocks ({grid_why}"
                        "), each member over its own blocks in a block-stride loop")
         rec = FusedLaunchRecord(name, "grid", 0, ri, list(region.nodes), reasons, k)
         rec.owner = ri

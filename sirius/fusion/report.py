@@ -88,7 +88,10 @@ def _megakernel_json(res: FuseResult, rec: FusedLaunchRecord) -> dict:
     d["cooperative"] = True
     d["segments"] = [[k.spec.members[i].kernel for i in seg] for seg in k.spec.segments()] \
         if k is not None else []
-    d["grid_barriers"] = max(0, len(d["segments"]) - 1)
+    waits = k.spec.waits if k is not None else None
+    d["grid_barriers"] = max(0, len(d["segments"]) - 1) if waits is None else 0
+    if waits is not None:  # counters: which blocks of a segment wait for which earlier ones
+        d["waits"] = [w.to_json() for w in waits]
     return d
 
 
@@ -104,6 +107,12 @@ def megakernels_md(res: FuseResult) -> list[str]:
                   f"- replaces {len(rec.nodes)} launches of the original program: "
                   + ", ".join(n.label() for n in rec.nodes)]
         lines += [f"- {why}" for why in rec.reasons]
+        waits = k.spec.waits or ()
+        for w in waits[:20]:
+            lines.append(f"- segment {w.segment}, blocks {w.blocks[0]}..{w.blocks[1]}: wait for "
+                         f"blocks {w.producers[0]}..{w.producers[1]} of segment {w.after}")
+        if len(waits) > 20:
+            lines.append(f"- ... and {len(waits) - 20} more waits (plan.json lists them all)")
         for arch, r in rec.resources.items():
             lines.append(f"- ptxas {arch}: {r.registers} registers, {r.smem} B shared, "
                          f"{r.spill_stores} B spill stores, {r.spill_loads} B spill loads")

@@ -173,6 +173,32 @@ ARRANGEMENTS = ("vertical", "horizontal", "grid")
 # executor's rewrite recognises the barrier)
 GRID_SYNC = "sirius_grid_sync"
 GRID_SYNC_COUNTER = "sirius_grid_sync_counter"
+# the `counters` megakernel's helpers (codegen/grid.py): a block marks a segment done, waits for
+# the producer blocks its wait-table entries name; and the suffixes of the kernel's flag array
+# and wait table (module globals `<kernel>_mkflags`, `<kernel>_mkwaits`)
+MK_SIGNAL = "sirius_mk_signal"
+MK_WAIT = "sirius_mk_wait"
+MK_HELPERS = (MK_SIGNAL, MK_WAIT)
+MK_FLAGS, MK_WAITS = "_mkflags", "_mkwaits"
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """A `counters` megakernel's wait: in segment `segment`, the blocks `blocks` (physical
+    block ids, inclusive) wait, before they start it, until the blocks `producers` (inclusive)
+    have finished segment `after` of this launch."""
+    segment: int
+    blocks: tuple[int, int]
+    after: int
+    producers: tuple[int, int]
+
+    def to_json(self) -> list[int]:
+        return [self.segment, *self.blocks, self.after, *self.producers]
+
+    @staticmethod
+    def from_json(d: list[int]) -> Wait:
+        k, blo, bhi, j, plo, phi = (int(x) for x in d)
+        return Wait(k, (blo, bhi), j, (plo, phi))
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +213,9 @@ class FusedKernelSpec:
     # members of one segment are independent and run one after another in each block, a block
     # barrier between them
     grid_sync_before: tuple[int, ...] = ()
+    # grid, `counters` variant: the waits that replace the grid barriers (None: grid barriers);
+    # blocks wait only for the producer blocks whose work theirs depends on
+    waits: tuple[Wait, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.arrangement not in ARRANGEMENTS:
@@ -202,6 +231,16 @@ class FusedKernelSpec:
         if self.arrangement == "grid" and self.grid is None:
             raise ValueError("a grid megakernel needs its grid (the blocks that can be "
                              "co-resident)")
+        if self.waits is not None:
+            if self.arrangement != "grid":
+                raise ValueError("waits are for the grid arrangement")
+            nseg, g = len(self.segments()), self.grid[0] if self.grid else 0
+            for w in self.waits:  # deadlock freedom: only earlier segments, real blocks
+                if not (0 <= w.after < w.segment < nseg and 0 <= w.blocks[0] <= w.blocks[1] < g
+                        and 0 <= w.producers[0] <= w.producers[1] < g):
+                    raise ValueError(f"wait {w.to_json()}: a block of segment k waits only "
+                                     f"for blocks 0..{g - 1} of an earlier segment "
+                                     f"(0 <= after < segment < {nseg})")
 
     def segments(self) -> list[list[int]]:
         """grid: the member indices of each segment, in order."""
@@ -220,6 +259,8 @@ class FusedKernelSpec:
             out["share_smem"] = self.share_smem
         if self.grid_sync_before:
             out["grid_sync_before"] = list(self.grid_sync_before)
+        if self.waits is not None:
+            out["waits"] = [w.to_json() for w in self.waits]
         return out
 
     @staticmethod
@@ -228,7 +269,9 @@ class FusedKernelSpec:
                                tuple(Member.from_json(m) for m in d["members"]),
                                _dim3(d["block"]) if "block" in d else None,
                                _dim3(d["grid"]) if "grid" in d else None, d.get("share_smem"),
-                               tuple(int(i) for i in d.get("grid_sync_before", ())))
+                               tuple(int(i) for i in d.get("grid_sync_before", ())),
+                               tuple(Wait.from_json(w) for w in d["waits"])
+                               if "waits" in d else None)
 
 
 @dataclass(frozen=True, slots=True)

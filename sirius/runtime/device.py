@@ -31,6 +31,7 @@ class LaunchStats:
     seconds: float
     mode: str  # "fast" (threads one after another), "loops" (work-item loops between
     # barriers) or "fibers" (cooperative threads)
+    waits: int = 0  # a `counters` megakernel: producer flags its blocks' waits look at
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__}

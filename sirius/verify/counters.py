@@ -3,11 +3,12 @@
 
     c = Counters.of(run.launches)          # a RunResult's LaunchRecords (or bare LaunchStats)
     c.to_json()   # launches, instructions, global_load_bytes, global_store_bytes,
-                  # shared_bytes, barriers
+                  # shared_bytes, barriers, waits
     ratios(original, fused)                # fused / original per counter (None where 0)
 
 `instructions` are dynamic LLVM IR instructions, `shared_bytes` shared memory loaded plus
-stored, `barriers` barrier instances reached (per block); all as the executor counts them.
+stored, `barriers` barrier instances reached (per block), `waits` the producer flags a
+`counters` megakernel's blocks wait for (0 elsewhere); all as the executor counts them.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ class Counters:
     global_store_bytes: int = 0
     shared_bytes: int = 0
     barriers: int = 0
+    waits: int = 0
 
     @staticmethod
     def of(launches: Iterable[object]) -> Counters:
         """The sum over launches: LaunchRecords (with `.stats`) or LaunchStats."""
-        n = ins = gl = gs = sh = bar = 0
+        n = ins = gl = gs = sh = bar = wt = 0
         for rec in launches:
             s = getattr(rec, "stats", rec)
             n += 1
@@ -39,7 +41,8 @@ class Counters:
             gs += s.global_store_bytes
             sh += s.shared_load_bytes + s.shared_store_bytes
             bar += s.barriers
-        return Counters(n, ins, gl, gs, sh, bar)
+            wt += getattr(s, "waits", 0)
+        return Counters(n, ins, gl, gs, sh, bar, wt)
 
     @property
     def global_bytes(self) -> int:

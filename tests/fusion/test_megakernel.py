@@ -17,7 +17,7 @@ from codegen_support import check_same, corpus, fused_program, run, with_module
 from sirius.backend import compile_ir
 from sirius.fusion.codegen.emit import build
 from sirius.fusion.plan.planner import Options
-from sirius.fusion.spec import FusedKernelSpec
+from sirius.fusion.spec import FusedKernelSpec, Wait
 from sirius.pipeline import fuse
 from sirius.runtime.device import KernelFault
 from sirius.verify.differential import verify_fused
@@ -117,3 +117,142 @@ def test_cli_reports_the_megakernel(tmp_path):
     md = (tmp_path / "report.md").read_text()
     assert "## Megakernels (grid)" in md and "cooperative launch" in md
     assert "grid barrier(s)" in md
+
+
+# --megakernel counters: the same kernel, a block waiting only for the producer blocks named in
+# its wait table (segment k, waiting blocks, producer segment, producer blocks)
+CHAIN = (Wait(1, (0, GRID - 1), 0, (0, GRID - 1)), Wait(2, (0, GRID - 1), 1, (0, GRID - 1)))
+
+
+@functools.cache
+def mba_counters(waits: tuple[Wait, ...]):
+    mm = corpus("matmul_bias_act.cu")
+    spec = FusedKernelSpec("mk", "grid", tuple(mm.member(i, param_map=MBA_MAPS[i])
+                                                for i in range(3)),
+                           grid=(GRID, 1, 1), grid_sync_before=(1, 2), waits=waits)
+    return mm, build(mm.program.device_ir, [spec])
+
+
+def test_counter_waits_keep_every_value():
+    mm, fm = mba_counters(CHAIN)
+    body = fm.text[fm.text.index("define dso_local ptx_kernel void @mk("):]
+    body = body[:body.index("\n}\n")]
+    assert "sirius_grid_sync" not in body
+    assert body.count("@sirius_mk_wait(") == 2 and body.count("@sirius_mk_signal(") == 3
+    assert "%" not in body.split("@sirius_mk_signal(")[1].split(")")[0]  # nothing live
+    host = fused_program(mm, fm, [0, 1, 2])
+    check_same(mm, fm, host)  # forward, reverse, random: bitwise equal
+    ref = run(mm.host, mm.program, mm)
+    for order in ("forward", "reverse", "random:5"):
+        (launch,) = run(host, with_module(mm, fm), mm, order=order).launches
+        # the members' barriers, one per block in each signal (3) and wait (2)
+        assert launch.stats.barriers == sum(x.stats.barriers for x in ref.launches) + 5 * GRID
+        assert launch.stats.waits == 2 * GRID * GRID  # every block looks at every flag
+
+
+@pytest.mark.parametrize("waits", [
+    CHAIN[:1], CHAIN[1:],  # a whole wait missing
+    (Wait(1, (0, GRID - 1), 0, (0, GRID - 2)), CHAIN[1]),  # the last producer left out
+    (Wait(1, (0, GRID - 1), 0, (1, GRID - 1)), CHAIN[1]),  # the first producer left out
+    (Wait(1, (1, GRID - 1), 0, (0, GRID - 1)), CHAIN[1]),  # block 0 does not wait
+], ids=["no-1", "no-2", "short-high", "short-low", "block-0"])
+def test_a_missing_wait_is_caught(waits):
+    """The planted missing wait: a block of the consumer runs before a producer block whose
+    output it reads, in forward or reverse order (each runs every block as far ahead as its
+    waits let it), and verify reports the mismatch."""
+    mm, fm = mba_counters(waits)
+    with pytest.raises(AssertionError, match="buffer"):
+        check_same(mm, fm, fused_program(mm, fm, [0, 1, 2]))
+
+
+def _edit_table(fm, old: str, new: str):
+    start = fm.text.index("@mk_mkwaits = ")
+    end = fm.text.index("\n", start)
+    line = fm.text[start:end]
+    assert old in line, line
+    return type(fm)(fm.text[:start] + line.replace(old, new) + fm.text[end:], fm.kernels)
+
+
+def test_a_cyclic_wait_is_reported_as_a_deadlock():
+    """Segment 1 made to wait for segment 2 (whose blocks first run segment 1): the executor
+    finds that no block can go on and names the blocks, instead of hanging."""
+    mm, fm = mba_counters(CHAIN)
+    # the table: [0, 4, 0, 0, 4] (segment 1 after segment 0), [0, 4, 1, 0, 4]
+    bad = _edit_table(fm, "[i32 0, i32 4, i32 0, i32 0, i32 4,",
+                      "[i32 0, i32 4, i32 2, i32 0, i32 4,")
+    with pytest.raises(KernelFault, match=r"deadlock: 5 block\(s\) wait .*block 0 before "
+                                          r"segment 1 waits for block 0 of segment 2"):
+        run(fused_program(mm, bad, [0, 1, 2]), with_module(mm, bad), mm)
+
+
+def test_waits_on_a_later_segment_are_refused_before_emitting():
+    mm = corpus("matmul_bias_act.cu")
+    with pytest.raises(ValueError, match="waits only for blocks 0..4 of an earlier segment"):
+        FusedKernelSpec("mk", "grid", tuple(mm.member(i, param_map=MBA_MAPS[i])
+                                            for i in range(3)),
+                        grid=(GRID, 1, 1), grid_sync_before=(1, 2),
+                        waits=(Wait(1, (0, 4), 2, (0, 4)),))
+
+
+def test_the_executor_refuses_counters_it_cannot_interpret():
+    mm, fm = mba_counters(CHAIN)
+    # segment 1 signals segment 0's flags: the GPU would then run segment 2 too early
+    text = fm.text.replace("@sirius_mk_signal(ptr addrspace(1) @mk_mkflags, i32 1,",
+                           "@sirius_mk_signal(ptr addrspace(1) @mk_mkflags, i32 0,")
+    assert text != fm.text
+    bad = type(fm)(text, fm.kernels)
+    with pytest.raises(KernelFault, match="dependence counters .*outside the form"):
+        run(fused_program(mm, bad, [0, 1, 2]), with_module(mm, bad), mm)
+
+
+def test_the_counters_assemble():
+    _, fm = mba_counters(CHAIN)
+    for arch in ("sm_80", "sm_90"):
+        ptx, report = compile_ir(fm.text, arch)
+        assert "ld.acquire." in ptx.text and "st.release." in ptx.text  # .sys: volatile
+        assert "mk" in report.kernels
+
+
+@pytest.mark.parametrize("name,launches", [
+    pytest.param("kernels/tvm/seq2seq.cu", 52, marks=pytest.mark.slow),
+    pytest.param("kernels/tvm/resnext_block.cu", 3, marks=pytest.mark.slow),
+    pytest.param("kernels/tvm/bert_layer.cu", 15, marks=pytest.mark.slow),
+])
+def test_global_chains_become_one_launch_with_counters(name, launches):
+    res = fuse([ROOT / name], Options(megakernel="counters"))
+    assert (res.launches_before, res.launches_after) == (launches, 1)
+    (mk,) = res.megakernels
+    assert mk.kernel.spec.waits  # a chain of dependent launches waits
+    rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
+    assert rep.ok, rep.render()
+
+
+def test_cli_reports_the_counters_megakernel(tmp_path):
+    r = run_cli("fuse", "kernels/tvm/lstm.cu", "--megakernel", "counters", "-o",
+                str(tmp_path), "-q")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    assert doc["megakernel"] == "counters" and doc["launches"] == {"before": 34, "after": 1}
+    (mk,) = doc["megakernels"]
+    assert mk["cooperative"] and mk["grid_barriers"] == 0
+    g = mk["grid"][0]
+    for k, blo, bhi, j, plo, phi in mk["waits"]:
+        assert 0 <= j < k < len(mk["segments"]) and 0 <= blo <= bhi < g and 0 <= plo <= phi < g
+    # segment 1 (sirius_v0, 8 blocks) depends only on segment 0 (the 4 strided slices)
+    assert [1, 0, 7, 0, 0, 3] in mk["waits"]
+    assert doc["verification"]["ok"]
+    md = (tmp_path / "report.md").read_text()
+    assert "## Megakernels (counters)" in md and "dependence wait(s)" in md
+
+
+@pytest.mark.parametrize("variant", [pytest.param("grid", marks=pytest.mark.slow), "counters"])
+def test_a_host_loop_nest_moves_into_the_megakernel(variant):
+    """kernels/lstm_cell.cu launches one cell per (layer, step), 2 x 4, each depending on the
+    cells before it: with a megakernel the nest's stages are all unrolled (their launch order
+    kept), so every launch joins one kernel."""
+    res = fuse([ROOT / "kernels/lstm_cell.cu"], Options(megakernel=variant))
+    assert (res.launches_before, res.launches_after) == (8, 1)
+    (mk,) = res.megakernels
+    assert len(mk.kernel.spec.segments()) == 5  # the wavefront's stages: 1, 2, 2, 2, 1 cells
+    rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
+    assert rep.ok, rep.render()

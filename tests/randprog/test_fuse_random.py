@@ -116,12 +116,13 @@ def test_fused_program(seed: int, tmp_path, tmp_path_factory) -> None:
 MEGA_FAST = 15
 
 
+@pytest.mark.parametrize("variant", ["grid", "counters"])
 @pytest.mark.parametrize("seed", [s if s < MEGA_FAST else pytest.param(s, marks=pytest.mark.slow)
                                   for s in SEEDS])
-def test_fused_program_as_megakernels(seed: int, tmp_path) -> None:
+def test_fused_program_as_megakernels(seed: int, variant: str, tmp_path) -> None:
     feats = features_for(seed)
     out = fuse_and_verify(seed, arrangement_for(seed), tmp_path, raise_on_failure=False,
-                          features=feats, megakernel="grid")
+                          features=feats, megakernel=variant)
     assert out.ok, out.message(generate(seed, features=feats))
     assert out.megakernels == 0 or out.launches_after < out.launches_before
 

@@ -30,7 +30,8 @@ def both(name: str, order: str, inputs: dict | None = None):
 
 
 def counters(r) -> list[tuple]:
-    return [dataclasses.astuple(x.stats)[:-2] for x in r.launches]  # all but seconds, mode
+    return [tuple(v for k, v in dataclasses.asdict(x.stats).items()
+                  if k not in ("seconds", "mode")) for x in r.launches]
 
 
 def reference(x: np.ndarray, steps: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

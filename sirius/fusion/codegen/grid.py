@@ -12,7 +12,19 @@ from sirius.analysis.expr import Expr
 from sirius.fusion.codegen import irtext
 from sirius.fusion.codegen.irwriter import Writer
 from sirius.fusion.geometry import variable_ranges
-from sirius.fusion.spec import GRID_SYNC, GRID_SYNC_COUNTER, Dim3, FusedKernelSpec, FusedParam
+from sirius.fusion.spec import (
+    GRID_SYNC,
+    GRID_SYNC_COUNTER,
+    MK_FLAGS,
+    MK_SIGNAL,
+    MK_WAIT,
+    MK_WAITS,
+    Dim3,
+    FusedKernelSpec,
+    FusedParam,
+)
+
+_SREG = "call i32 @llvm.nvvm.read.ptx.sreg."
 
 
 def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[FusedParam],
@@ -26,12 +38,23 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
     args = ", ".join(f"{p.type} %{irtext.local_ref(p.name)}" for p in params)
     fparam = {(mi, j): p for p in params for mi, j in p.uses}
     body = []
-    for k, seg in enumerate(spec.segments()):
+    segments = spec.segments()
+    if spec.waits is not None:
+        flags, table, first = _counter_tables(asm, spec, len(segments))
+        last = len(segments) - 1
+    for k, seg in enumerate(segments):
         fn = f"{spec.name}_seg{k}"
-        if k:
+        if k and spec.waits is None:
             _grid_sync(asm)
             body.append(f"  call void @{GRID_SYNC}()")
+        elif k:
+            lo, n = first[k]
+            body.append(f"  call void @{MK_WAIT}(ptr addrspace(1) {flags}, ptr addrspace(1) "
+                        f"{table}, i32 {lo}, i32 {n}, i32 {grid[0]}, i32 {last})")
         body.append(f"  call void {irtext.global_ref(fn)}({args})")
+        if spec.waits is not None:
+            body.append(f"  call void @{MK_SIGNAL}(ptr addrspace(1) {flags}, i32 {k}, "
+                        f"i32 {grid[0]}, i32 {last})")
         _write_segment(asm, spec, fn, [members[i] for i in seg], block, grid, ptext,
                            target, fparam)
     asm.appended.append("\n".join(
@@ -129,3 +152,98 @@ def _grid_sync(asm) -> None:
         "  br label %done", "done:",
         f"  call void @{irtext.SYNC}(i32 0)",
         "  ret void", "}"]))
+
+
+def _counter_tables(asm, spec: FusedKernelSpec, nseg: int
+                    ) -> tuple[str, str, dict[int, tuple[int, int]]]:
+    """The `counters` variant's module globals: the flags (one per segment and block: the
+    number of launches in which that block finished that segment) and the wait table (five
+    i32 per wait: first and last waiting block, the producer segment, its first and last
+    block, the waits of a segment together); with each segment's (first entry, count)."""
+    g = spec.grid[0]
+    waits = sorted(spec.waits, key=lambda w: (w.segment, w.blocks, w.after, w.producers))
+    first: dict[int, tuple[int, int]] = {}
+    for i, w in enumerate(waits):
+        lo, n = first.get(w.segment, (i, 0))
+        first[w.segment] = (lo, n + 1)
+    for k in range(1, nseg):
+        first.setdefault(k, (0, 0))
+    flags = irtext.global_ref(spec.name + MK_FLAGS)
+    table = irtext.global_ref(spec.name + MK_WAITS)
+    asm.appended.append(f"{flags} = dso_local addrspace(1) global [{nseg * g} x i32] "
+                        "zeroinitializer, align 4")
+    ints = [x for w in waits for x in (*w.blocks, w.after, *w.producers)] or [0]
+    asm.appended.append(f"{table} = dso_local addrspace(1) constant [{len(ints)} x i32] "
+                        f"[{', '.join(f'i32 {x}' for x in ints)}], align 4")
+    _counter_helpers(asm)
+    return flags, table, first
+
+
+def _counter_helpers(asm) -> None:
+    """`sirius_mk_signal(flags, k, G, last)`: after a block barrier, thread 0 publishes
+    flag[k][block] = e + 1 (a device-scope fence, then a release store), where e, the launches
+    of this kernel the block has finished, is its own flag of the last segment (written by the
+    block itself, at the end of each launch: read before that write, it is e all launch long;
+    nothing is reset). `sirius_mk_wait(flags, table, first, count, G, last)`: thread 0 reads
+    the entries [first, first + count) of the table and, for each that names this block,
+    spins until flag[j][p] >= e + 1 for every producer block p (acquire loads, then a fence); a
+    block barrier releases the other threads. Every wait is on an earlier segment (checked by
+    FusedKernelSpec), and a block runs its segments in order, so with every block co-resident
+    the earliest unfinished segment of any block can always proceed: no deadlock. Nothing
+    stays live in the kernel across the calls but its parameters."""
+    if MK_WAIT in asm.decls:
+        return
+    for h in (MK_SIGNAL, MK_WAIT):
+        asm.declare(h, "")  # defined here, once per module
+    asm.declare(irtext.SYNC, f"declare void @{irtext.SYNC}(i32)")
+    for s in ("tid.x", "tid.y", "tid.z", "ctaid.x"):
+        asm.declare(f"llvm.nvvm.read.ptx.sreg.{s}",
+                     f"declare i32 @llvm.nvvm.read.ptx.sreg.{s}()")
+    attrs = f"#{asm.group('convergent noinline nounwind')}"
+    g1 = "ptr addrspace(1)"
+    lead = [f"  %tx = {_SREG}tid.x()", f"  %ty = {_SREG}tid.y()", f"  %tz = {_SREG}tid.z()",
+            "  %t1 = or i32 %tx, %ty", "  %t2 = or i32 %t1, %tz",
+            "  %lead = icmp eq i32 %t2, 0", f"  %b = {_SREG}ctaid.x()",
+            "  %erow = mul i32 %lastseg, %g", "  %eat = add i32 %erow, %b",
+            f"  %ep = getelementptr inbounds i32, {g1} %flags, i32 %eat"]
+    epoch = f"  %e = load volatile i32, {g1} %ep, align 4"
+    asm.appended.append("\n".join([
+        f"define dso_local void @{MK_SIGNAL}({g1} %flags, i32 %k, i32 %g, i32 %lastseg) {attrs} "
+        "{", "entry:", f"  call void @{irtext.SYNC}(i32 0)", *lead,
+        "  br i1 %lead, label %publish, label %done", "publish:", epoch,
+        "  %row = mul i32 %k, %g", "  %i = add i32 %row, %b",
+        f"  %p = getelementptr inbounds i32, {g1} %flags, i32 %i",
+        "  %v = add i32 %e, 1",
+        '  fence syncscope("device") seq_cst',
+        f'  store atomic volatile i32 %v, {g1} %p syncscope("device") release, align 4',
+        "  br label %done", "done:", "  ret void", "}"]))
+    asm.appended.append("\n".join([
+        f"define dso_local void @{MK_WAIT}({g1} %flags, {g1} %tab, i32 %first, i32 %count, "
+        f"i32 %g, i32 %lastseg) {attrs} {{", "entry:", *lead,
+        "  %end = add i32 %first, %count",
+        "  br i1 %lead, label %start, label %done", "start:", epoch,
+        "  %want = add i32 %e, 1", "  br label %entries", "entries:",
+        "  %i = phi i32 [ %first, %start ], [ %i1, %next ]",
+        "  %more = icmp ult i32 %i, %end",
+        "  br i1 %more, label %entry1, label %fenced", "entry1:",
+        "  %base = mul i32 %i, 5",
+        *[line for f, name in enumerate(("blo", "bhi", "j", "plo", "phi"))
+          for line in (f"  %o{name} = add i32 %base, {f}",
+                       f"  %q{name} = getelementptr inbounds i32, {g1} %tab, i32 %o{name}",
+                       f"  %{name} = load i32, {g1} %q{name}, align 4")],
+        "  %ge = icmp uge i32 %b, %blo", "  %le = icmp ule i32 %b, %bhi",
+        "  %mine = and i1 %ge, %le",
+        "  br i1 %mine, label %producers, label %next", "producers:",
+        "  %row = mul i32 %j, %g", "  br label %outer", "outer:",
+        "  %p = phi i32 [ %plo, %producers ], [ %p1, %ready ]",
+        "  %at = add i32 %row, %p",
+        f"  %fp = getelementptr inbounds i32, {g1} %flags, i32 %at",
+        "  br label %spin", "spin:",
+        f'  %cur = load atomic volatile i32, {g1} %fp syncscope("device") acquire, align 4',
+        "  %diff = sub i32 %cur, %want", "  %early = icmp slt i32 %diff, 0",
+        "  br i1 %early, label %spin, label %ready", "ready:",
+        "  %p1 = add i32 %p, 1", "  %last = icmp ugt i32 %p1, %phi",
+        "  br i1 %last, label %next, label %outer", "next:",
+        "  %i1 = add i32 %i, 1", "  br label %entries", "fenced:",
+        '  fence syncscope("device") seq_cst', "  br label %done", "done:",
+        f"  call void @{irtext.SYNC}(i32 0)", "  ret void", "}"]))

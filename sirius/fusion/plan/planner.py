@@ -59,7 +59,8 @@ class Options:
     unroll: int = 64  # host loops of independent launches running at most this many are
     # unrolled so that their iterations can fuse (wavefront.py); 0: never
     megakernel: str | None = None  # "grid": each region's launches become one cooperative
-    # kernel with grid-wide barriers (driver._megakernel_round); None: off
+    # kernel with grid-wide barriers (driver._megakernel_round); "counters": the same kernel,
+    # per-block dependence waits instead of the barriers (fusion/waits.py); None: off
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,18 +176,22 @@ class _Refuse(Exception):
 # the pass --------------------------------------------------------------------------------------
 def wavefront_rewrite(host: HostProgram, uar: UAR, *, var: str = "w",
                       min_loop_stages: int = 2, unroll: int = UNROLL_LIMIT,
-                      nests: bool = True) -> WavefrontResult:
+                      nests: bool = True, sequential: bool = False) -> WavefrontResult:
     """Rewrite every eligible host loop nest of `host` into wavefront stages (see the module
     doc). `uar` must be built on `host` (its statements refer to the ops of `host`). Stages of
     equal size become a loop when there are at least `min_loop_stages` of them. A loop of
     launches whose iterations are independent is unrolled when it runs at most `unroll`
-    launches (0: never); `nests=False` leaves every nest alone (unrolling only)."""
+    launches (0: never); `nests=False` leaves every nest alone (unrolling only).
+    `sequential` (a megakernel will take the launches): a loop of launches is unrolled even
+    when its iterations depend on each other, and a nest's stages all, whenever the loop runs
+    at most `unroll` launches, so that its launches join one megakernel; the order of every
+    launch is kept, so this is sound whatever the dependences."""
     by_op = {id(st.op): st for st in uar.statements}
     if any(id(op) not in by_op for op in host.launches()):
         raise ValueError("the UAR was built for another host program")
     used = {lp.var for lp in _loops(host.ops)}
     name = next(n for n in (var, *(f"{var}{k}" for k in range(1, 1000))) if n not in used)
-    rw = _Rewriter(uar, by_op, name, min_loop_stages, unroll, nests)
+    rw = _Rewriter(uar, by_op, name, min_loop_stages, unroll, nests, sequential)
     ops = rw.ops(host.ops, ())
     new = host if ops is host.ops else dataclasses.replace(host, ops=ops)
     return WavefrontResult(new, tuple(rw.records), rw.origins, tuple(rw.unrolls))
@@ -195,8 +199,9 @@ def wavefront_rewrite(host: HostProgram, uar: UAR, *, var: str = "w",
 
 class _Rewriter:
     def __init__(self, uar: UAR, by_op: dict[int, Statement], var: str, min_loop_stages: int,
-                 unroll: int, nests: bool = True):
+                 unroll: int, nests: bool = True, sequential: bool = False):
         self.uar = uar
+        self.sequential = sequential
         self.by_op = by_op
         self.var = var
         self.min_loop_stages = min_loop_stages
@@ -255,7 +260,9 @@ class _Rewriter:
         rl, rt = ranges
         stages = tuple(len(_members(w, rl.trips, rt.trips))
                        for w in range(rl.trips + rt.trips - 1))
-        new, loop = self.emit(inner.body, ranges, outer.loc)
+        count = _count_launches(inner.body, ranges)
+        whole = self.sequential and count is not None and count <= self.unroll_limit
+        new, loop = self.emit(inner.body, ranges, outer.loc, unrolled=whole)
         _check_instances(inner.body, ranges, new, self.var)
         record = dataclasses.replace(
             record, skew=f"{self.var} = {rl.index()} + {rt.index()}", stages=stages,
@@ -284,7 +291,8 @@ class _Rewriter:
                 raise _Refuse(f"{rng.trips * len(lp.body)} launches, more than the "
                               f"{self.unroll_limit} that are unrolled")
             depth = next(k for k, x in enumerate(stmts[0].loops) if x is lp)
-            for d, rel in _restricted(self.uar.dependences, stmts, depth):
+            for d, rel in () if self.sequential else \
+                    _restricted(self.uar.dependences, stmts, depth):
                 hit = rel.intersect(_relation(rel, [f"b{depth} != a{depth}"]))
                 if not hit.is_empty():
                     what = f"{d.kind} on {d.buffer}" if d.buffer else d.kind
@@ -296,8 +304,8 @@ class _Rewriter:
                     for i in range(rng.trips) for op in lp.body)
         return dataclasses.replace(record, launches=len(new)), new
 
-    def emit(self, body: tuple[Op, ...], ranges: tuple[_Range, _Range], loc: Location | None
-             ) -> tuple[tuple[Op, ...], tuple[int, int] | None]:
+    def emit(self, body: tuple[Op, ...], ranges: tuple[_Range, _Range], loc: Location | None,
+             unrolled: bool = False) -> tuple[tuple[Op, ...], tuple[int, int] | None]:
         rl, rt = ranges
         nl, nt = rl.trips, rt.trips
         last = nl + nt - 2
@@ -308,7 +316,7 @@ class _Rewriter:
             return [self.place(op, {rl.var: rl.at(i), rt.var: rt.at(w - i)})
                     for i in _members(w, nl, nt) for op in body]
 
-        if steady[1] - steady[0] + 1 < self.min_loop_stages:
+        if unrolled or steady[1] - steady[0] + 1 < self.min_loop_stages:
             return tuple(op for w in range(last + 1) for op in stage(w)), None
         wv = Expr.var(self.var)
         loop_body: list[Op] = []

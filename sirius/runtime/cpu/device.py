@@ -15,13 +15,13 @@ import hashlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from sirius.analysis.irview import build_view
 from sirius.diagnostics import Location, SiriusError, warn
-from sirius.runtime.cpu import monitor, native
+from sirius.runtime.cpu import counters, monitor, native
 from sirius.runtime.cpu.jit import JitModule
 from sirius.runtime.cpu.memory import DeviceMemory, Region, nearest
 from sirius.runtime.device import KernelFault, LaunchStats, Module, TraceChunk
@@ -143,7 +143,10 @@ class CpuDevice:
         return Module(jm, {k: k for k in jm.host.kernels})
 
     def launch(self, module: Module, kernel: str, grid, block, smem: int, args: list,
-               loc: Location | None = None, name: str | None = None) -> LaunchStats:
+               loc: Location | None = None, name: str | None = None,
+               blocks: Sequence[int] | None = None) -> LaunchStats:
+        """One launch; `blocks`: only these blocks (linear ids), in this order (a `counters`
+        megakernel's segment runs some of its blocks at a time)."""
         jm: JitModule = module.handle
         entry = jm.host.kernels.get(kernel)
         shown = name or kernel
@@ -168,7 +171,7 @@ class CpuDevice:
                               f"block {tuple(block)}", loc)
         # the device globals of a module live in each worker's copy: one worker then
         # Workers pay for themselves only on big grids (starting a thread costs ~50 us).
-        nblocks = grid[0] * grid[1] * grid[2]
+        nblocks = grid[0] * grid[1] * grid[2] if blocks is None else len(blocks)
         nw = 1 if jm.host.device_globals else \
             max(1, min(self.jobs, nblocks, nblocks * nthreads // 16384))
         engines = jm.engines(nw)
@@ -199,6 +202,10 @@ class CpuDevice:
         d.grid[:] = list(grid)
         d.block[:] = list(block)
         d.order = self.order_code
+        if blocks is not None:
+            keep = (ctypes.c_uint32 * max(1, len(blocks)))(*blocks)
+            d.block_list = keep
+            d.nblock_list = len(blocks)
         d.seed = (self.order_seed * 1_000_003 + self._launches) & (2**64 - 1)
         d.check_bounds = int(self.check_bounds)
         d.trace = int(self.trace)
@@ -245,18 +252,36 @@ class CpuDevice:
         """A megakernel's launch: each segment over every block (in this device's block order)
         before the next, which is what the grid barrier between them guarantees; one launch's
         counts, its grid barriers among its barriers (one per block and grid barrier)."""
-        parts = [self.launch(module, seg, grid, block, smem, args, loc,
-                             name=f"{shown} (segment {k})")
-                 for k, seg in enumerate(entry.segments)]
         nblocks = grid[0] * grid[1] * grid[2]
+        if entry.waits is None:  # grid barriers
+            parts = [self.launch(module, seg, grid, block, smem, args, loc,
+                                 name=f"{shown} (segment {k})")
+                     for k, seg in enumerate(entry.segments)]
+            extra, checks = (len(parts) - 1) * nblocks, 0
+        else:  # dependence counters: each block as far as its waits let it
+            if tuple(grid) != (entry.waits_grid, 1, 1):
+                raise KernelFault(f"kernel {shown} waits for the blocks of a grid of "
+                                  f"{entry.waits_grid}, but is launched with grid "
+                                  f"{tuple(grid)}", loc)
+            try:
+                plan = counters.schedule(list(entry.waits), nblocks, self.order_code,
+                                         self.order_seed * 1_000_003 + self._launches)
+            except counters.Deadlock as e:
+                raise KernelFault(f"kernel {shown}: {e}", loc) from None
+            parts = [self.launch(module, entry.segments[k], grid, block, smem, args, loc,
+                                 name=f"{shown} (segment {k})", blocks=bs)
+                     for k, bs in plan.launches]
+            # a block barrier in each signal (every segment) and wait (every segment but one)
+            extra, checks = (2 * len(entry.segments) - 1) * nblocks, plan.flag_checks
         counts = [sum(getattr(p, f) for p in parts) for f in (
             "instructions", "global_load_bytes", "global_store_bytes", "shared_load_bytes",
             "shared_store_bytes", "barriers")]
-        counts[-1] += (len(parts) - 1) * nblocks
+        counts[-1] += extra
         modes = {p.mode for p in parts}
         return LaunchStats(shown, tuple(grid), tuple(block), smem, *counts,
                            sum(p.seconds for p in parts),
-                           modes.pop() if len(modes) == 1 else "+".join(sorted(modes)))
+                           modes.pop() if len(modes) == 1 else "+".join(sorted(modes)),
+                           waits=checks)
 
     def _run(self, d, nw: int, nblocks: int, nthreads: int, fibers: bool, kernel: str,
              loc: Location | None) -> tuple[int, float]:

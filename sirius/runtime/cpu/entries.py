@@ -7,9 +7,10 @@ parsing `rewrite.py` shares."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from sirius.analysis.irview import Function
-from sirius.fusion.spec import GRID_SYNC
+from sirius.fusion.spec import GRID_SYNC, MK_HELPERS, MK_SIGNAL, MK_WAIT
 
 _PARAM_ATTRS = {"noundef", "signext", "zeroext", "inreg", "nonnull", "returned"}
 
@@ -76,14 +77,31 @@ def thread_wrapper(index: int, header: str, fn: Function, loops: bool = False) -
     return "\n".join(lines)
 
 
-def segments_of(fn: Function, defined: set[str]) -> list[tuple[str, list[str]]] | str | None:
-    """A megakernel's segments, in order, when `fn` is one: (the function called, the call's
-    argument texts) for each call; its body is only calls of functions defined in the module,
-    `sirius_grid_sync()` between them, and `ret void`. None when `fn` has no grid barrier; a
-    sentence when it has one in another form (the executor cannot say what it means then)."""
+@dataclass(frozen=True, slots=True)
+class Segments:
+    """A megakernel's segments: (the function called, the call's argument texts) each, in
+    order; for the `counters` variant, the wait-table entries of the wait before each segment
+    (`counters.Entry`; none before the first) and the block count its waits assume."""
+    calls: list[tuple[str, list[str]]]
+    waits: list[tuple[tuple[int, int, int, int, int], ...]] | None = None
+    grid: int = 0
+
+
+def segments_of(fn: Function, defined: set[str], module_text: str = ""
+                ) -> Segments | str | None:
+    """A megakernel's segments when `fn` is one. The grid variant: a body of calls of
+    functions defined in the module, `sirius_grid_sync()` between them, and `ret void`. The
+    counters variant: per segment k a `sirius_mk_wait` naming its wait-table entries (k > 0),
+    the segment's call and `sirius_mk_signal(flags, k, ...)`, all with one grid and the index
+    of the last segment.
+    None when `fn` has neither; a sentence when it has one in another form (the executor
+    cannot say what it means then)."""
     calls = [ins for b in fn.blocks for ins in b.instrs
              if ins.opcode == "call" and ins.callee is not None]
-    if not any(c.callee.name == GRID_SYNC for c in calls):
+    names = {c.callee.name for c in calls}
+    if MK_SIGNAL in names or MK_WAIT in names:
+        return _counter_segments(fn, defined, module_text)
+    if GRID_SYNC not in names:
         return None
     segments: list[tuple[str, list[str]]] = []
     for b in fn.blocks:
@@ -94,12 +112,81 @@ def segments_of(fn: Function, defined: set[str]) -> list[tuple[str, list[str]]] 
                 else None
             if callee == GRID_SYNC:
                 continue
-            if callee in defined and callee != fn.name:
+            if callee in defined and callee != fn.name and callee not in MK_HELPERS:
                 segments.append((callee, call_args(ins.text, callee)[0]))
                 continue
             return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
                     f"(segment calls and grid barriers only): {ins.text.strip()[:80]}")
-    return segments
+    return Segments(segments)
+
+
+def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | str:
+    def bad(what: str) -> str:
+        return (f"has dependence counters ({MK_WAIT}) outside the form the executor runs "
+                f"(wait, segment call and signal per segment): {what[:100]}")
+
+    if len(fn.blocks) != 1:
+        return bad("more than one basic block")
+    ins = [i for i in fn.blocks[0].instrs if i.opcode != "ret"]
+    calls: list[tuple[str, list[str]]] = []
+    waits: list[tuple[tuple[int, int, int, int, int], ...]] = []
+    grids: set[int | None] = set()
+    lasts: set[int | None] = set()
+    # what comes next: "first" segment call, "signal", "wait", a segment call "after" a wait
+    state, entries = "first", ()
+    for x in ins:
+        callee = x.callee.name if x.opcode == "call" and x.callee is not None else None
+        args = [a.split()[-1] for a in call_args(x.text, callee)[0]] if callee else []
+        if callee == MK_WAIT and state == "wait" and len(args) == 6:
+            table = _int_table(text, args[1])
+            first, count, g = (_int(a) for a in args[2:5])
+            if table is None or None in (first, count, g) or first + count > len(table) // 5:
+                return bad(x.text.strip())
+            grids.add(g)
+            lasts.add(_int(args[5]))
+            entries = tuple(tuple(table[5 * i:5 * i + 5]) for i in range(first, first + count))
+            state = "after"
+        elif callee in defined and callee not in MK_HELPERS and callee != fn.name \
+                and state in ("first", "after"):
+            waits.append(entries)
+            calls.append((callee, call_args(x.text, callee)[0]))
+            state, entries = "signal", ()
+        elif callee == MK_SIGNAL and state == "signal" and len(args) == 4 \
+                and _int(args[1]) == len(calls) - 1:
+            grids.add(_int(args[2]))
+            lasts.add(_int(args[3]))
+            state = "wait"
+        else:
+            return bad(x.text.strip())
+    if state != "wait" or len(grids) != 1 or None in grids or lasts != {len(calls) - 1}:
+        return bad("an unfinished segment, or waits for different grids or segment counts")
+    (g,) = grids
+    for entries in waits:
+        for blo, bhi, j, plo, phi in entries:
+            if not (0 <= blo <= bhi < g and 0 <= plo <= phi < g and 0 <= j < len(calls)):
+                return bad(f"wait entry {[blo, bhi, j, plo, phi]} outside {len(calls)} "
+                           f"segments of {g} blocks")
+    return Segments(calls, waits, g)
+
+
+def _int(a: str) -> int | None:
+    try:
+        return int(a)
+    except ValueError:
+        return None
+
+
+def _int_table(text: str, ref: str) -> list[int] | None:
+    """The i32 array a module global (`@name`) is initialised with."""
+    name = re.escape(ref.lstrip("@").strip('"'))
+    m = re.search(rf'^@"?{name}"? = [^\n]*?constant \[(\d+) x i32\] '
+                  r"(zeroinitializer|\[([^\]]*)\])", text, re.M)
+    if m is None:
+        return None
+    if m.group(2) == "zeroinitializer":
+        return [0] * int(m.group(1))
+    vals = [_int(v.strip().removeprefix("i32 ")) for v in m.group(3).split(",")]
+    return None if None in vals else vals  # type: ignore[return-value]
 
 
 def segment_wrapper(index: int, header: str, fn: Function, callee: str, call: list[str],

@@ -75,6 +75,8 @@ class LaunchDesc(ctypes.Structure):
         ("rz_found", ctypes.c_int32),
         ("done", ctypes.POINTER(ctypes.c_uint64)),  # blocks done by worker i at [8 * i]
         ("frame_bytes", ctypes.c_uint64),  # MODE_LOOPS: each thread's frame
+        ("block_list", ctypes.POINTER(ctypes.c_uint32)),  # or NULL: only these blocks
+        ("nblock_list", ctypes.c_uint64),
     ]
 
 

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import Function, Instr, ModuleView
 from sirius.diagnostics import Location
-from sirius.fusion.spec import GRID_SYNC, GRID_SYNC_COUNTER
+from sirius.fusion.spec import GRID_SYNC, GRID_SYNC_COUNTER, MK_FLAGS, MK_HELPERS
 from sirius.runtime.cpu import native as N
 from sirius.runtime.cpu import ptxlift, wiloop
 from sirius.runtime.cpu.checks import access_check_ir
 from sirius.runtime.cpu.entries import (
+    Segments,
     arg_value,
     call_args,
     segment_wrapper,
@@ -72,6 +73,10 @@ class KernelEntry:
     # a megakernel (fusion's grid arrangement): the entries of its segments, run one after
     # another over the whole grid (what its grid barriers mean); its own body never runs
     segments: tuple[str, ...] = ()
+    # a `counters` megakernel: the wait-table entries before each segment (counters.Entry)
+    # and the grid its waits assume; its segments' blocks run as the waits allow
+    waits: tuple[tuple[tuple[int, int, int, int, int], ...], ...] | None = None
+    waits_grid: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,7 +399,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         if not m:
             continue
         name, space, kind = m.group(1).strip('"'), m.group(2), m.group(3)
-        if name == GRID_SYNC_COUNTER:
+        if name == GRID_SYNC_COUNTER or name.endswith(MK_FLAGS):
             continue
         if space == "1" and kind == "global":
             device_globals = True
@@ -440,6 +445,8 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             start = len(out)
             if name == GRID_SYNC:  # runs only on a GPU: the executor runs the segments apart
                 out += [f"define internal void @{GRID_SYNC}() {{", "entry:", "  ret void", "}"]
+            elif name in MK_HELPERS:  # likewise: the executor orders the segments' blocks
+                out += [_global_subst(line, smem), "entry:", "  unreachable", "}"]
             else:
                 out += _function(st, fn, lines[i:j + 1])
             spans[fn.name] = (start, len(out))
@@ -451,7 +458,8 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         elif line.startswith("target triple"):
             out.append(f'target triple = "{host_triple}"')
         elif re.match(r"@[^=]+= .*addrspace\(3\) global", line) or \
-                line.startswith(f"@{GRID_SYNC_COUNTER} "):
+                line.startswith(f"@{GRID_SYNC_COUNTER} ") or \
+                re.match(rf"@[-\w.$]+{MK_FLAGS} = ", line):
             continue
         elif line.startswith("declare "):
             m = re.search(r'@("[^"]+"|[-\w.$]+)\(', line)
@@ -496,17 +504,20 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     defined = {f.name for f in view.functions.values() if not f.is_declaration}
     todo: list[tuple[Function, str, tuple[str, ...]]] = []
     segment_calls: dict[str, tuple[Function, str, str, list[str]]] = {}
+    megakernels: dict[str, Segments] = {}
     for fn, header in kernels:
-        segs = segments_of(fn, defined)
+        segs = segments_of(fn, defined, text)
+        if segs is not None:  # never runs: its segments do (or it is refused)
+            lo, hi = spans[fn.name]
+            replaced.append(((lo, hi), [out[lo], "entry:", "  unreachable", "}"]))
         if isinstance(segs, str):
             st.rejected.setdefault(fn.name, segs)
             segs = None
         names: tuple[str, ...] = ()
         if segs:
-            lo, hi = spans[fn.name]  # never runs: its segments do
-            replaced.append(((lo, hi), [out[lo], "entry:", "  unreachable", "}"]))
-            names = tuple(f"{fn.name}#{j}" for j in range(len(segs)))
-            for entry_name, (callee, call) in zip(names, segs, strict=True):
+            megakernels[fn.name] = segs
+            names = tuple(f"{fn.name}#{j}" for j in range(len(segs.calls)))
+            for entry_name, (callee, call) in zip(names, segs.calls, strict=True):
                 segment_calls[entry_name] = (fn, header, callee, call)
                 todo.append((view.functions[callee], header, ()))
         todo.append((fn, header, names))
@@ -516,9 +527,12 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         if segs:
             why = next((st.rejected[f] for f in [fn.name] if f in st.rejected), None)
             why = why or next((entries[s].rejected for s in segs if entries[s].rejected), None)
+            mk = megakernels[fn.name]
             entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
                                            tuple(a.type for a in fn.args), False, why,
-                                           segments=segs)
+                                           segments=segs,
+                                           waits=None if mk.waits is None else
+                                           tuple(mk.waits), waits_grid=mk.grid)
             wrappers.append(thread_wrapper(k, header, fn))
             continue
         seg = next(seg_names) if fn.calling_conv != "ptx_kernel" else None

@@ -150,6 +150,10 @@ typedef struct {
     // Python reads them while the launch runs
     volatile uint64_t *done;
     uint64_t frame_bytes;   // MODE_LOOPS: the per-thread frame (a multiple of 64)
+    // or NULL: run only these blocks (linear ids), in this order (a `counters` megakernel's
+    // segment, some of its blocks at a time)
+    const uint32_t *block_list;
+    uint64_t nblock_list;
 } launch_desc;
 
 typedef struct {
@@ -698,6 +702,7 @@ typedef struct {
     int order;
     uint64_t n;
     uint32_t *table;       // random order of a small grid
+    const uint32_t *list;  // the launch's block list: those blocks, in its order
     int half;              // Feistel: bits per half
     uint64_t keys[4];
 } block_order;
@@ -715,6 +720,7 @@ static uint64_t feistel(const block_order *o, uint64_t x) {
 }
 
 static uint64_t block_at(const block_order *o, uint64_t k) {
+    if (o->list) return o->list[k];
     if (o->order == ORDER_FORWARD) return k;
     if (o->order == ORDER_REVERSE) return o->n - 1 - k;
     if (o->table) return o->table[k];
@@ -954,7 +960,14 @@ int sirius_launch(launch_desc *d) {
         nworkers_alloc = nw;
     }
     block_order order;
-    if (!make_block_order(&order, d->order, nblocks, d->seed)) return -3;
+    if (d->block_list) {
+        for (uint64_t k = 0; k < d->nblock_list; ++k)
+            if (d->block_list[k] >= nblocks) return -1;
+        memset(&order, 0, sizeof order);
+        order.n = d->nblock_list;
+        order.list = d->block_list;
+        if (order.n == 0) return -1;
+    } else if (!make_block_order(&order, d->order, nblocks, d->seed)) return -3;
     uint64_t next = 0;
     work *wk = calloc((size_t)nw, sizeof(work));
     pthread_t *th = calloc((size_t)nw, sizeof(pthread_t));
