@@ -328,3 +328,29 @@ def evaluate(s: isl.Set, columns: Mapping[str, np.ndarray],
     `s` with the parameters fixed to `params`. Missing parameters are quantified away."""
     missing = [p for p in param_names(s) if p not in params]
     return Compiled(project_out(s, missing))(columns, params)
+
+
+def intervals_mod(s: isl.Set, key: str, value: str, modulus: int,
+                  keys: int) -> list[tuple[int, int] | None] | None:
+    """For each k in 0..keys-1: the inclusive [min, max] of (`value` mod `modulus`) over the
+    points of `s` where (`key` mod `modulus`) = k (None where there is none); `key` and
+    `value` are affine expressions of the set's named dimensions. None when `s` has
+    parameters or an interval is unbounded."""
+    if param_names(s):
+        return None
+    dims = set_names(s)
+    tup = s.get_tuple_name() or ""
+    m = isl.Map(f"{{ {tup}[{', '.join(dims)}] -> [k, v] : k = ({key}) mod {modulus} and "
+                f"v = ({value}) mod {modulus} }}")
+    kv = s.apply(m)
+    out: list[tuple[int, int] | None] = []
+    for k in range(keys):
+        at = kv.intersect(isl.Set(f"{{ [k, v] : k = {k} }}"))
+        if at.is_empty():
+            out.append(None)
+            continue
+        got = bounds(at, "v")
+        if got is None:
+            return None
+        out.append(got)
+    return out

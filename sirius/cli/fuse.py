@@ -261,7 +261,8 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
                          "repeat an identical one on the same inputs (default: removed)")
     sp.add_argument("--unroll", type=int, default=64, metavar="N",
                     help="unroll a host loop whose iterations are independent when it runs at "
-                         "most N launches, so that they can fuse (default 64; 0: never)")
+                         "most N launches, so that they can fuse (with --megakernel: any loop of "
+                         "launches, so that they join the megakernel; default 64; 0: never)")
     sp.add_argument("--megakernel", choices=["grid", "counters"], default=None,
                     help="grid: each run of launches (after fusion) becomes one cooperative "
                          "kernel, a grid-wide barrier where a launch depends on an earlier one "

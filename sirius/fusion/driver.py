@@ -518,7 +518,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                for tag, launch in parts[(ri, gi)]]
         if len(seq) < 2 or ri in state.disabled_megakernels:
             continue
-        ms, cuts, seen_tags, group, covers = [], [], set(), None, []
+        ms, cuts, seen_tags, group, covers, grids = [], [], set(), None, [], []
         threads = max(prod(fused[x.mangled].block) if x.mangled in fused else
                       by_launch[id(x)].threads for _, _, x in seq)
         for i, (gi, tag, launch) in enumerate(seq):
@@ -539,6 +539,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             group = gi
             seen_tags.add(tag)
             ms.append((m, launch, _types(launch, infos, fused)))
+            grids.append(m.grid if k is None and m.mapping.kind == "block" else None)
             g = region.groups[gi]
             covers.append(frozenset(
                 [by_launch[id(launch)].sid] if k is None else
@@ -550,7 +551,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         if res.options.megakernel == "counters":
             bounds = [0, *cuts, len(ms)]
             waits = counter_waits([range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)],
-                                  covers, needs, grid, res.uar.graph)
+                                  covers, needs, grid, res.uar, grids)
         specs.append(FusedKernelSpec(name, "grid", tuple(param_maps(ms)), grid=(grid, 1, 1),
                                      grid_sync_before=tuple(cuts), waits=waits))
         chosen[ri] = ([launch for _, launch, _ in ms], name)

@@ -4,32 +4,45 @@ which blocks of a segment wait for which blocks of an earlier one.
 A megakernel's member runs its virtual blocks 0..need-1 on the physical blocks
 vb mod G, so the physical blocks 0..min(need, G)-1 do its work and the others do none. A
 member depends on a member of an earlier segment when the UAR has a dependence (of any kind
-and width) between launches they cover; then every physical block that does the consumer's
-work waits for every physical block that did the producer's. That is exact in which
-*members* wait for which, and conservative within them (a block waits for all of the
-producer's blocks, not only those whose writes it reads). A block runs its segments in order,
-so a wait already made by the same blocks in a segment between is left out.
+and width) between launches they cover. Then:
 
-Every wait is on an earlier segment, so the megakernel cannot deadlock with its grid
-co-resident (`FusedKernelSpec` checks it, the note in `codegen/grid.py` says why)."""
+- when both are launches of the original program whose virtual blocks are their own linear
+  block ids (the `block` map), the blocks wait as the isl relation between their effects says:
+  for each physical block b of the consumer, the producer's physical blocks holding an
+  instance that writes what an instance on b reads or writes, or reads what it writes, in
+  the same host iteration (the interval from the least to the greatest, mod G);
+- otherwise (a fused kernel, a regrouped map, parameters, isl over its budget) every physical
+  block that does the consumer's work waits for every one that did the producer's.
+
+A block runs its segments in order, so a wait that the same block already made (for the same
+or more producer blocks of the same segment) before a segment in between is left out. Every
+wait is on an earlier segment, so the megakernel cannot deadlock with its grid co-resident
+(`FusedKernelSpec` checks it, the note in `codegen/grid.py` says why)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import networkx as nx
+from sirius.analysis import islutil
+from sirius.analysis.kernel.pieces import THREAD_DIMS
+from sirius.analysis.uar.build import UAR
+from sirius.analysis.uar.dependences import BUDGET, prime_out
+from sirius.analysis.uar.effects import WRITE
+from sirius.fusion.spec import Dim3, Wait
 
-from sirius.fusion.spec import Wait
+Interval = tuple[int, int]
 
 
 def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
-                  needs: Sequence[int], grid: int, graph: nx.MultiDiGraph) -> tuple[Wait, ...]:
+                  needs: Sequence[int], grid: int, uar: UAR,
+                  grids: Sequence[Dim3 | None] = ()) -> tuple[Wait, ...]:
     """`segments`: member indices per segment; `covers[i]`: the UAR statement ids member i
-    runs; `needs[i]`: its virtual blocks; `graph`: the UAR's dependence graph."""
+    runs; `needs[i]`: its virtual blocks; `grids[i]`: the launch grid when member i is one
+    original launch whose virtual block is its linear block id (else None)."""
     seg_of = {i: k for k, seg in enumerate(segments) for i in seg}
     owner = {sid: i for i, sids in enumerate(covers) for sid in sids}
     depends: set[tuple[int, int]] = set()  # (producer member, consumer member)
-    for u, v in graph.edges():
+    for u, v in uar.graph.edges():
         a, c = owner.get(u), owner.get(v)
         if a is None or c is None or a == c:
             continue
@@ -38,16 +51,67 @@ def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[
         if seg_of[a] < seg_of[c]:
             depends.add((a, c))
     span = [min(n, grid) for n in needs]
-    # (consumer segment, last waiting block, producer segment) -> last producer block
-    want: dict[tuple[int, int, int], int] = {}
-    for a, c in depends:
-        key = (seg_of[c], span[c] - 1, seg_of[a])
-        want[key] = max(want.get(key, -1), span[a] - 1)
+    # (consumer segment, consumer block, producer segment) -> producer blocks
+    want: dict[tuple[int, int, int], Interval] = {}
+    for a, c in sorted(depends):
+        per_block = None
+        if len(grids) > max(a, c) and grids[a] is not None and grids[c] is not None:
+            (sa,), (sc,) = covers[a], covers[c]
+            per_block = _block_waits(uar, sa, sc, grids[a], grids[c], grid, span[c])
+        for b in range(span[c]):
+            got = (0, span[a] - 1) if per_block is None else per_block[b]
+            if got is None:
+                continue
+            key = (seg_of[c], b, seg_of[a])
+            old = want.get(key)
+            want[key] = got if old is None else (min(old[0], got[0]), max(old[1], got[1]))
+    # made already by the same block before a segment between (for the same or more blocks)
+    made: dict[tuple[int, int], list[tuple[int, Interval]]] = {}
+    for (k, b, j), iv in want.items():
+        made.setdefault((b, j), []).append((k, iv))
+    keep = {(k, b, j): iv for (k, b, j), iv in want.items()
+            if not any(j < k2 < k and lo <= iv[0] and iv[1] <= hi
+                       for k2, (lo, hi) in made[(b, j)])}
     out: list[Wait] = []
-    for (k, last, j), plast in sorted(want.items()):
-        # made already by these blocks (or more) before a segment between j and k
-        if any(k2 < k and j2 == j and last2 >= last and p2 >= plast
-               for (k2, last2, j2), p2 in want.items() if k2 > j):
-            continue
-        out.append(Wait(k, (0, last), j, (0, plast)))
+    for (k, b, j), iv in sorted(keep.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
+        last = out[-1] if out else None
+        if last is not None and (last.segment, last.after, last.producers) == (k, j, iv) \
+                and last.blocks[1] == b - 1:
+            out[-1] = Wait(k, (last.blocks[0], b), j, iv)
+        else:
+            out.append(Wait(k, (b, b), j, iv))
     return tuple(out)
+
+
+def _block_waits(uar: UAR, prod: str, cons: str, pgrid: Dim3, cgrid: Dim3, grid: int,
+                 span: int) -> list[Interval | None] | None:
+    """For each physical block 0..span-1 of the consumer statement: the interval of the
+    producer's physical blocks it must wait for (None: none), or None when isl cannot say."""
+    sp, sc = uar.statement(prod), uar.statement(cons)
+    if sp.vars != sc.vars:
+        return None
+
+    def pairs():
+        out = None
+        for es in uar.effects[prod]:
+            for ed in uar.effects[cons]:
+                if es.buffer != ed.buffer or WRITE not in (es.mode, ed.mode):
+                    continue
+                rel = prime_out(es.relation.apply_range(ed.relation.reverse()))
+                s = islutil.flat(rel)
+                if sp.vars:
+                    same = " and ".join(f"{v}' = {v}" for v in sp.vars)
+                    names = islutil.set_names(s)
+                    s = s.intersect(type(s)(f"{{ [{', '.join(names)}] : {same} }}"))
+                s = islutil.project_onto(s, [*THREAD_DIMS[:3], *(f"{d}'" for d in
+                                                                THREAD_DIMS[:3])])
+                out = s if out is None else out.union(s)
+        if out is None:
+            return [None] * span
+        out = out.coalesce()
+        bx, by, bz = THREAD_DIMS[:3]
+        key = f"{bx}' + {cgrid[0]} * {by}' + {cgrid[0] * cgrid[1]} * {bz}'"
+        value = f"{bx} + {pgrid[0]} * {by} + {pgrid[0] * pgrid[1]} * {bz}"
+        return islutil.intervals_mod(out, key, value, grid, span)
+
+    return islutil.bounded(10 * BUDGET, pairs, None)

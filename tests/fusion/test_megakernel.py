@@ -256,3 +256,21 @@ def test_a_host_loop_nest_moves_into_the_megakernel(variant):
     assert len(mk.kernel.spec.segments()) == 5  # the wavefront's stages: 1, 2, 2, 2, 1 cells
     rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
     assert rep.ok, rep.render()
+
+
+def test_counter_waits_follow_the_block_relation():
+    """kernels/two_mm.cu: C = A B, then E = C D, both tiled over 2-D grids; a block of the
+    second product reads one row band of C, so with counters it waits only for the blocks of
+    the first product that write that band (the isl relation between their effects, mod the
+    grid), not for the whole grid, and verify still finds every value."""
+    res = fuse([ROOT / "kernels/two_mm.cu"], Options(megakernel="counters"))
+    assert (res.launches_before, res.launches_after) == (2, 1)
+    (mk,) = res.megakernels
+    g = mk.kernel.grid[0]
+    waits = mk.kernel.spec.waits
+    assert len(waits) > 1 and all(w.segment == 1 and w.after == 0 for w in waits)
+    assert all(w.producers[1] - w.producers[0] + 1 < g for w in waits)  # not every block
+    covered = sorted(b for w in waits for b in range(w.blocks[0], w.blocks[1] + 1))
+    assert covered == list(range(g))  # every block of the second product waits for some
+    rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
+    assert rep.ok, rep.render()
