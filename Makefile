@@ -32,6 +32,8 @@ bench: setup
 
 fuzz: setup
 	$(VENV)/bin/python scripts/fuzz.py --fuse --count 1000
+	$(VENV)/bin/python scripts/fuzz.py --fuse --count 1000 --megakernel grid
+	$(VENV)/bin/python scripts/fuzz.py --fuse --count 1000 --megakernel counters
 
 lint: setup
 	$(VENV)/bin/ruff check sirius tests scripts

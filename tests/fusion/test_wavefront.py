@@ -190,19 +190,35 @@ def test_lstm_fully_unrolled_and_fresh_variable():
 # illegal and ineligible nests ------------------------------------------------------------------
 def test_refused_nests_are_left_alone():
     loaded, res = rewritten(PROGRAMS / "refused.cu", unroll=0)
-    assert res.host is loaded.host
-    assert res.rewritten == ()
-    diag, memset, pingpong = res.nests
-    # cell (l, t) writes level l+1 slot t, which cell (l+1, t-1) reads: distance (1, -1)
-    assert diag.vars == ("l", "t") and not diag.rewritten
-    assert "S0 -> S0" in diag.reason and "RAW on d_a" in diag.reason
-    assert "one wavefront" in diag.reason
-    assert diag.statements == ("S0",) and diag.schedule is not None
+    diag, memset, pingpong, steep = res.nests
+    assert res.rewritten == (diag,)
+    # cell (l, t) writes level l+1 slot t, which cell (l+1, t-1) reads: distance (1, -1), legal
+    # under w = 2l + t only
+    assert diag.vars == ("l", "t") and diag.skew == "w = 2*l + t"
+    assert diag.stages == (1, 1, 2, 2, 2, 2, 1, 1) and diag.loop is None
     assert "memset" in memset.reason
     assert f"refused.cu:{line_of(PROGRAMS / 'refused.cu', 'cudaMemset(d_b')}:" in memset.reason
     assert "rotating" in pingpong.reason
     assert f"refused.cu:{line_of(PROGRAMS / 'refused.cu', '(src, dst, N)')}:" in pingpong.reason
-    assert "left alone" in str(diag)
+    # distance (1, -3): no skew tried separates the two ends
+    assert not steep.rewritten and "RAW on d_e" in steep.reason
+    assert "one wavefront" in steep.reason and "steeper skew" in steep.reason
+    assert steep.schedule is not None
+    assert "left alone" in str(steep)
+
+
+def test_a_steeper_skew_keeps_every_value():
+    """The (1, -1) nest under w = 2l + t: every instance once, each after the ones it reads
+    (its launches run bitwise the same in forward and reverse block order)."""
+    loaded, res = rewritten(PROGRAMS / "refused.cu", unroll=0)
+    check_runs_same(loaded, res.host)
+    got = concrete(tuple(op for op in res.host.ops if isinstance(op, Launch)))
+    want = concrete((nest_of(loaded.host.ops, "l"),))
+    assert sorted(got) == sorted(want) and got != want  # the same launches, reordered
+    # stage by stage (w = 2l + t): each launch after the one whose output it reads
+    pos = {x[4][1][1]: k for k, x in enumerate(got)}  # output offset -> position
+    for k, x in enumerate(got):
+        assert pos.get(x[4][0][1], -1) < k
 
 
 # two launches per instance, inside an outer loop -----------------------------------------------

@@ -50,14 +50,16 @@ def orders_for(seed: int) -> tuple[str, ...]:
 
 
 def reproduce_command(seed: int | None, arrangement: str, path: Path, input_seed: int,
-                      features: Features = DEFAULT) -> str:
+                      features: Features = DEFAULT, megakernel: str | None = None) -> str:
     """The one command that re-runs this check."""
+    mk = f" --megakernel {megakernel}" if megakernel else ""
     if seed is None:
         return (f".venv/bin/sirius verify {path} --arrangement {arrangement} "
                 f"--seed {input_seed} --order forward --order reverse "
-                f"--order random:{input_seed}")
+                f"--order random:{input_seed}{mk}")
     flag = "" if arrangement == arrangement_for(seed) else f" --arrangement {arrangement}"
     flag += f" --features {features.spec()}" if features.spec() else ""
+    flag += mk
     return f".venv/bin/python scripts/fuzz.py --fuse --seed {seed} --count 1{flag}"
 
 
@@ -85,7 +87,7 @@ class FuseOutcome:
     dynamic_after: int = 0
     fused_kernels: int = 0
     undone: list[str] = field(default_factory=list)
-    megakernels: int = 0         # grid megakernels (--megakernel grid)
+    megakernels: int = 0         # megakernels (--megakernel grid|counters)
     passes_changed: list[str] = field(default_factory=list)  # post-fusion passes with an effect
     problems: list[str] = field(default_factory=list)
     crashed: bool = False        # an exception (fuse, verify or a run raised), not a mismatch
@@ -170,7 +172,7 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     """Write, fuse and check one program (see the module docstring). `arrangement` None picks
     `arrangement_for(seed)` (auto for a drawn program); `input_seed` (default: the generator
     seed, or 1) seeds the executor's inputs and the random order; `features` are the
-    generator's (for a seed); `megakernel`: `Options.megakernel` (the grid variant)."""
+    generator's (for a seed); `megakernel`: `Options.megakernel` (grid or counters)."""
     from sirius.fusion.plan.planner import Options
     from sirius.pipeline import fuse
     from sirius.verify.differential import verify_fused
@@ -187,7 +189,7 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     directory.mkdir(parents=True, exist_ok=True)
     path = prog.write(directory, None if seed is not None else "randprog_drawn.cu")
     out = FuseOutcome(seed, arrangement, path)
-    out.reproduce = reproduce_command(seed, arrangement, path, input_seed, features)
+    out.reproduce = reproduce_command(seed, arrangement, path, input_seed, features, megakernel)
     try:
         res = fuse([path], Options(arch=arch, arrangement=arrangement, megakernel=megakernel),
                    use_cache=True)

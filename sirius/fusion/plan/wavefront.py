@@ -15,8 +15,10 @@ For each nest it
    decision below does not depend on it);
 3. checks the wavefront `w = i + j` with isl: every dependence must go from a wavefront to a
    later one, or stay inside one instance (l, t) (then the body order, which the rewrite keeps,
-   orders it); a dependence between two different instances of one wavefront makes the rewrite
-   illegal and the nest is left alone, with the reason recorded;
+   orders it). When a dependence links two instances of one wavefront, steeper skews
+   `w = a*i + b*j` are tried (SKEWS: 2i + j, i + 2j, ...; a dependence from (l - 1, t + 1) to
+   (l, t) needs 2l + t), and the first legal one is used, its stages all unrolled (their sizes
+   vary); when none is legal the nest is left alone, with the reason recorded;
 4. emits the stages: the short stages of the start (prologue) and of the end (epilogue) unrolled
    into launches with constant arguments, the stages of equal size in between as a host `Loop`
    over `w` whose body launches the stage's members with arguments affine in `w` ("loops stay
@@ -254,18 +256,26 @@ class _Rewriter:
             deps = _restricted(self.uar.dependences, stmts, depth)
             schedule, permutable = _schedule(stmts, [rel for _, rel in deps])
             record = dataclasses.replace(record, schedule=schedule, permutable=permutable)
-            _check_legal(deps, depth, ranges)
+            skew = _legal_skew(deps, depth, ranges)
         except _Refuse as e:
             return dataclasses.replace(record, reason=str(e)), None
         rl, rt = ranges
-        stages = tuple(len(_members(w, rl.trips, rt.trips))
-                       for w in range(rl.trips + rt.trips - 1))
         count = _count_launches(inner.body, ranges)
-        whole = self.sequential and count is not None and count <= self.unroll_limit
-        new, loop = self.emit(inner.body, ranges, outer.loc, unrolled=whole)
+        if skew != (1, 1):  # stages of varying size: all unrolled, in stage order
+            order = _skewed(skew, rl.trips, rt.trips)
+            stages = tuple(len(m) for m in order)
+            new = tuple(self.place(op, {rl.var: rl.at(i), rt.var: rt.at(j)})
+                        for m in order for i, j in m for op in inner.body)
+            loop = None
+        else:
+            stages = tuple(len(_members(w, rl.trips, rt.trips))
+                           for w in range(rl.trips + rt.trips - 1))
+            whole = self.sequential and count is not None and count <= self.unroll_limit
+            new, loop = self.emit(inner.body, ranges, outer.loc, unrolled=whole)
         _check_instances(inner.body, ranges, new, self.var)
+        ci, cj = (f"{c}*" if c != 1 else "" for c in skew)
         record = dataclasses.replace(
-            record, skew=f"{self.var} = {rl.index()} + {rt.index()}", stages=stages,
+            record, skew=f"{self.var} = {ci}{rl.index()} + {cj}{rt.index()}", stages=stages,
             launches=_count_launches(inner.body, ranges),
             launch_ops=(len(list(_launches(inner.body))), len(list(_launches(new)))),
             var=self.var if loop else None, loop=loop)
@@ -422,13 +432,34 @@ def _schedule(stmts: list[Statement], rels: list[isl.Map]) -> tuple[str | None, 
     return str(sched.get_map()), permutable
 
 
+# the skews tried, in order: the plain wavefront first, then steeper ones (a dependence from
+# (l - 1, t + 1) to (l, t) needs 2l + t); the first legal one is used
+SKEWS = ((1, 1), (2, 1), (1, 2), (3, 1), (1, 3), (3, 2), (2, 3))
+
+
+def _legal_skew(deps: list[tuple[Dependence, isl.Map]], depth: int,
+                ranges: tuple[_Range, _Range]) -> tuple[int, int]:
+    """The first skew (a, b) of SKEWS under which every dependence goes to a later stage
+    w = a*i + b*j or stays in one instance (i, j the iteration counts), checked with isl;
+    refuse, with the plain wavefront's counterexample, when none is."""
+    first = None
+    for skew in SKEWS:
+        try:
+            _check_legal(deps, depth, ranges, skew)
+            return skew
+        except _Refuse as e:
+            first = first or e
+    assert first is not None
+    raise first
+
+
 def _check_legal(deps: list[tuple[Dependence, isl.Map]], depth: int,
-                 ranges: tuple[_Range, _Range]) -> None:
-    """Refuse unless every dependence goes to a later wavefront or stays in one instance."""
+                 ranges: tuple[_Range, _Range], skew: tuple[int, int] = (1, 1)) -> None:
+    """Refuse unless every dependence goes to a later stage or stays in one instance."""
     rl, rt = ranges
-    # w(b) - w(a) = dl/step_l + dt/step_t; scaled by |step_l*step_t| > 0
-    cl = (1 if rl.step > 0 else -1) * abs(rt.step)
-    ct = (1 if rt.step > 0 else -1) * abs(rl.step)
+    # w(b) - w(a) = a*dl/step_l + b*dt/step_t; scaled by |step_l*step_t| > 0
+    cl = skew[0] * (1 if rl.step > 0 else -1) * abs(rt.step)
+    ct = skew[1] * (1 if rt.step > 0 else -1) * abs(rl.step)
     dl, dt = f"(b{depth} - a{depth})", f"(b{depth + 1} - a{depth + 1})"
     for d, rel in deps:
         bad = _relation(rel, [f"{cl}*{dl} + {ct}*{dt} <= 0", f"({dl} != 0 or {dt} != 0)"])
@@ -436,8 +467,19 @@ def _check_legal(deps: list[tuple[Dependence, isl.Map]], depth: int,
         if not hit.is_empty():
             what = f"{d.kind} on {d.buffer}" if d.buffer else d.kind
             raise _Refuse(f"dependence {d.src} -> {d.dst} ({what}) links two instances of one "
-                          f"wavefront ({rl.var} + {rt.var} does not increase), "
-                          f"e.g. {hit.sample()}")
+                          f"wavefront ({rl.var} + {rt.var} does not increase, nor does any "
+                          f"steeper skew tried), e.g. {hit.sample()}")
+
+
+def _skewed(skew: tuple[int, int], nl: int, nt: int) -> list[list[tuple[int, int]]]:
+    """The instances (i, j) of each non-empty stage w = a*i + b*j, stages in order, i
+    increasing in a stage."""
+    a, b = skew
+    stages: dict[int, list[tuple[int, int]]] = {}
+    for i in range(nl):
+        for j in range(nt):
+            stages.setdefault(a * i + b * j, []).append((i, j))
+    return [stages[w] for w in sorted(stages)]
 
 
 # emission --------------------------------------------------------------------------------------

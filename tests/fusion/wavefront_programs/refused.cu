@@ -1,8 +1,10 @@
-// refused.cu -- three host loop nests that global fusion must NOT turn into wavefronts.
+// refused.cu -- host loop nests that global fusion must NOT turn into wavefronts w = l + t.
 //
 // Nest 1: cell (l, t) reads the vector that cell (l-1, t+1) wrote: a dependence of distance
 // (1, -1), along the anti-diagonal l + t. Both ends of it lie on the same wavefront w = l + t, so
-// the wavefront rewrite is illegal and the nest must stay as it is.
+// that rewrite is illegal; the steeper skew w = 2l + t is legal (2 - 1 > 0) and is used.
+// Nest 4: the same with distance (1, -3): every skew the pass tries (up to 3l + t, 3l + 2t)
+// leaves both ends in one stage, so the nest stays as it is.
 // Nest 2: a legal recurrence (cell (l, t) reads what (l, t-1) wrote), but the body also holds a
 // cudaMemset: only nests whose body is made of launches are rewritten.
 // Nest 3: ping-pong buffers swapped after every step t (a "rotating" address in the host model):
@@ -13,6 +15,7 @@
 //                      level 0 is the input (slots 0..T).
 //   d_b [L][T+1][N]    nest 2: cell (l, t) reads row l slot t, writes row l slot t+1.
 //   d_p, d_q [L][N]    nest 3: step t of row l reads one and writes the other.
+//   d_e [L+1][T+3][N]  nest 4: cell (l, t) reads level l slot t+3, writes level l+1 slot t.
 //
 // Expected host model:
 //   buffers d_a (5120 bytes), d_b (3840 bytes), d_p (768), d_q (768);
@@ -41,8 +44,10 @@ int main()
 {
     const size_t a_bytes = (size_t)(L + 1) * (T + 1) * N * sizeof(float);
     const size_t b_bytes = (size_t)L * (T + 1) * N * sizeof(float);
-    float *d_a, *d_b, *d_p, *d_q;
+    const size_t e_bytes = (size_t)(L + 1) * (T + 3) * N * sizeof(float);
+    float *d_a, *d_b, *d_p, *d_q, *d_e;
     cudaMalloc(&d_a, a_bytes);
+    cudaMalloc(&d_e, e_bytes);
     cudaMalloc(&d_b, b_bytes);
     cudaMalloc(&d_p, L * N * sizeof(float));
     cudaMalloc(&d_q, L * N * sizeof(float));
@@ -71,7 +76,15 @@ int main()
             dst = tmp;
         }
     }
+    for (int l = 0; l < L; ++l) {
+        for (int t = 0; t < T; ++t) {
+            const float* in = d_e + (l * (T + 3) + t + 3) * N;
+            float* out = d_e + ((l + 1) * (T + 3) + t) * N;
+            step<<<N / BLOCK, BLOCK>>>(in, out, N);
+        }
+    }
     cudaDeviceSynchronize();
+    cudaFree(d_e);
     cudaFree(d_a);
     cudaFree(d_b);
     cudaFree(d_p);
