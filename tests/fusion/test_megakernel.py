@@ -274,3 +274,21 @@ def test_counter_waits_follow_the_block_relation():
     assert covered == list(range(g))  # every block of the second product waits for some
     rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
     assert rep.ok, rep.render()
+
+
+def test_a_ping_pong_stencil_loop_becomes_one_kernel_of_neighbour_waits():
+    """kernels/stencil_pingpong.cu: 5 Jacobi steps, the two buffers swapped on the host after
+    each. With counters the loop is unrolled (each iteration's buffers resolved) into one
+    kernel whose blocks wait only for the blocks around them of the step before (the halo),
+    and every value matches in three block orders."""
+    res = fuse([ROOT / "kernels/stencil_pingpong.cu"], Options(megakernel="counters"))
+    assert (res.launches_before, res.launches_after) == (5, 1)
+    (mk,) = res.megakernels
+    g = mk.kernel.grid[0]
+    waits = mk.kernel.spec.waits
+    assert {(w.segment, w.after) for w in waits} == {(k, k - 1) for k in range(1, 5)}
+    assert max(w.producers[1] - w.producers[0] + 1 for w in waits) < g
+    for w in waits:  # a block's halo: the blocks next to it (4 per row of the 2-D grid)
+        assert w.producers[0] <= w.blocks[0] and w.blocks[1] <= w.producers[1]
+    rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
+    assert rep.ok, rep.render()

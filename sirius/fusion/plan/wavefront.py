@@ -292,7 +292,7 @@ class _Rewriter:
             record = dataclasses.replace(record, trips=rng.trips)
             if rng.trips < 2:
                 raise _Refuse("it runs fewer than 2 times")
-            for op in lp.body:
+            for op in lp.body if not self.sequential else ():  # rotating: resolved below
                 if any(isinstance(a, BufferArg) and isinstance(a.address, Rotating)
                        for a in op.args):
                     raise _Refuse(f"launch {op.kernel} ({op.loc}) takes a rotating "
@@ -502,6 +502,13 @@ def _subst(op: Op, env: dict[str, Expr]) -> Op:
 
 
 def _subst_arg(a: Arg, env: dict[str, Expr]) -> Arg:
+    if isinstance(a, BufferArg) and isinstance(a.address, Rotating):
+        # a ping-pong address in an unrolled iteration: the buffer of that iteration
+        index = a.address.index.substitute(env)
+        if not index.is_const:
+            raise AssertionError(f"a rotating address left variable: {index}")
+        ref = a.address.choices[index.const % len(a.address.choices)]
+        return BufferArg(DevRef(ref.buffer, ref.offset.substitute(env)))
     if isinstance(a, BufferArg):
         assert isinstance(a.address, DevRef)
         return BufferArg(DevRef(a.address.buffer, a.address.offset.substitute(env)))
