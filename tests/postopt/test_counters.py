@@ -21,7 +21,8 @@ def _sums(launches: list[dict]) -> dict[str, int]:
             "global_store_bytes": sum(x["global_store_bytes"] for x in launches),
             "shared_bytes": sum(x["shared_load_bytes"] + x["shared_store_bytes"]
                                 for x in launches),
-            "barriers": sum(x["barriers"] for x in launches)}
+            "barriers": sum(x["barriers"] for x in launches),
+            "waits": sum(x["waits"] for x in launches)}
 
 
 def test_verify_json_has_the_counters_of_both_programs():
@@ -85,6 +86,7 @@ def test_counters_sum_and_ratios():
 
     c = Counters.of([S(10), S(30)])
     assert c.to_json() == {"launches": 2, "instructions": 40, "global_load_bytes": 80,
-                           "global_store_bytes": 6, "shared_bytes": 4, "barriers": 0}
+                           "global_store_bytes": 6, "shared_bytes": 4, "barriers": 0,
+                           "waits": 0}
     r = ratios(c.to_json(), Counters.of([S(10)]).to_json())
     assert r["instructions"] == 0.25 and r["barriers"] is None
