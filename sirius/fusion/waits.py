@@ -80,7 +80,24 @@ def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[
             out[-1] = Wait(k, (last.blocks[0], b), j, iv)
         else:
             out.append(Wait(k, (b, b), j, iv))
+    uncovered = _uncovered(want, out)
+    if uncovered:  # the reduction or the compression above lost a wait: never emit that
+        raise AssertionError(f"counter waits do not cover {uncovered[:3]}")
     return tuple(out)
+
+
+def _uncovered(want: dict[tuple[int, int, int], Interval], waits: Sequence[Wait]
+               ) -> list[tuple[int, int, int]]:
+    """The (segment, block, producer segment) whose producer blocks no wait of `waits` covers,
+    neither before that segment nor before an earlier segment of the same block that is after
+    the producer's."""
+    have: dict[tuple[int, int], list[tuple[int, Interval]]] = {}
+    for w in waits:
+        for b in range(w.blocks[0], w.blocks[1] + 1):
+            have.setdefault((b, w.after), []).append((w.segment, w.producers))
+    return [(k, b, j) for (k, b, j), (lo, hi) in sorted(want.items())
+            if not any(j < k2 <= k and plo <= lo and hi <= phi
+                       for k2, (plo, phi) in have.get((b, j), ()))]
 
 
 def _block_waits(uar: UAR, prod: str, cons: str, pgrid: Dim3, cgrid: Dim3, grid: int,

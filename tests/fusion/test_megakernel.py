@@ -292,3 +292,13 @@ def test_a_ping_pong_stencil_loop_becomes_one_kernel_of_neighbour_waits():
         assert w.producers[0] <= w.blocks[0] and w.blocks[1] <= w.producers[1]
     rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
     assert rep.ok, rep.render()
+
+
+def test_the_emitted_waits_are_checked_against_what_the_dependences_need():
+    from sirius.fusion.waits import _uncovered
+
+    want = {(2, 0, 0): (0, 3), (2, 1, 0): (0, 3), (1, 0, 0): (0, 3)}
+    # block 0 waited for segment 0 before segment 1 already: covered; block 1 did not
+    waits = [Wait(1, (0, 0), 0, (0, 3)), Wait(2, (1, 1), 0, (0, 2))]
+    assert _uncovered(want, waits) == [(2, 1, 0)]
+    assert _uncovered(want, [*waits, Wait(2, (1, 1), 0, (0, 3))]) == []
