@@ -149,7 +149,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 def _largest(est) -> str:
     """The term that takes most of the program's estimated time, with its share."""
     terms = est.terms()
-    body = {t: terms[t] for t in ("dram", "compute", "issue")}
+    body = {t: terms[t] for t in ("dram", "compute", "issue", "sync")}
     top = max(body, key=body.get)
     if terms["launch"] >= est.seconds - terms["launch"]:
         top = "launch"

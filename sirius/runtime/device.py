@@ -32,6 +32,10 @@ class LaunchStats:
     mode: str  # "fast" (threads one after another), "loops" (work-item loops between
     # barriers) or "fibers" (cooperative threads)
     waits: int = 0  # a `counters` megakernel: producer flags its blocks' waits look at
+    # a megakernel: "grid" (grid barriers) or "counters", and per segment its instructions,
+    # global load bytes and global store bytes (the totals above are their sums)
+    sync: str = ""
+    segments: tuple[tuple[int, int, int], ...] = ()
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in self.__slots__}

@@ -21,7 +21,7 @@ import numpy as np
 
 from sirius.analysis.host.model import BufferArg, DevRef, HostProgram, Launch, Loop, Op, Rotating
 from sirius.backend.ptxas import KernelResources
-from sirius.tune.model import LaunchCounts
+from sirius.tune.model import LaunchCounts, Segment
 
 PRECISIONS = {"half": "f16", "bfloat": "f16", "float": "f32", "double": "f64"}
 _FLAGS = r"(?:(?:fast|nnan|ninf|nsz|arcp|contract|afn|reassoc)\s+)*"
@@ -137,10 +137,15 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
     """Run `host` with device module `ir` and return the model's inputs per dynamic launch."""
     base = _run(host, _program(ir, files), kernels, seed, dtypes)
     flops: list[dict[str, int]] = [{} for _ in base.launches]
+    # a megakernel's FLOPs per segment: the same difference, segment by segment
+    seg_flops: list[list[dict[str, int]]] = [[{} for _ in r.stats.segments]
+                                             for r in base.launches]
     for p in flop_precisions(ir):
         aug = _run(host, _program(augment(ir, p), files), kernels, seed, dtypes)
         for i, (a, b) in enumerate(zip(aug.launches, base.launches, strict=True)):
             flops[i][p] = max(0, a.stats.instructions - b.stats.instructions)
+            for k, (sa, sb) in enumerate(zip(a.stats.segments, b.stats.segments, strict=True)):
+                seg_flops[i][k][p] = max(0, sa[0] - sb[0])
     statics = host.launches()
     sizes = {b.name: b.bytes for b in host.buffers}
     feet = [buffer_bound(statics[r.launch_index], sizes) for r in base.launches]
@@ -153,7 +158,7 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
         exact = True
     region_of = launch_regions(host) if regions else [-1] * len(statics)
     out = []
-    for rec, fl in zip(base.launches, flops, strict=True):
+    for rec, fl, sfl in zip(base.launches, flops, seg_flops, strict=True):
         s = rec.stats
         op = statics[rec.launch_index]
         r = resources.get(op.mangled)
@@ -162,7 +167,9 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
             s.global_load_bytes + s.global_store_bytes, tuple(sorted(fl.items())),
             r.registers if r else None, r.smem if r else 0,
             s.shared_load_bytes + s.shared_store_bytes, s.barriers,
-            region_of[rec.launch_index], feet[len(out)], exact))
+            region_of[rec.launch_index], feet[len(out)], exact, s.sync,
+            tuple(Segment(ins, ld + st, tuple(sorted(f.items())))
+                  for (ins, ld, st), f in zip(s.segments, sfl, strict=True))))
     return out
 
 

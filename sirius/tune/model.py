@@ -34,6 +34,12 @@ Inputs and how executor counts become them (sirius/tune/counts.py measures them)
   ~4-cycle dependent-issue latency) or `dram_warp_fraction` of the SM's warp slots (DRAM), and
   scales linearly below that. Both are assumptions, stated in every report.
 
+A *megakernel* launch (`--megakernel grid|counters`) is estimated per segment: each segment's
+DRAM, compute and issue terms (its own counts; the launch's charged DRAM bytes shared out in
+proportion to its executor bytes) with the launch's occupancy and waves, the segments' largest
+terms added up (they run one after another), plus `grid_sync_us` per grid barrier or `wait_us`
+per dependence wait between two segments: both assumptions, stated in the estimate's notes.
+
 Launch overhead, DRAM bandwidth and the issue-rate factor (1.0 by default) can be fitted to GPU
 measurements (calibrate.py, `--calibrate`).
 
@@ -48,9 +54,9 @@ from dataclasses import dataclass, field
 
 from sirius.tune.gpus import Gpu
 
-TERMS = ("launch", "dram", "compute", "issue")
+TERMS = ("launch", "dram", "compute", "issue", "sync")
 TERM_NAMES = {"launch": "launch overhead", "dram": "DRAM bandwidth", "compute": "compute (FLOPs)",
-              "issue": "instruction issue"}
+              "issue": "instruction issue", "sync": "megakernel barriers/waits"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +68,31 @@ class Assumptions:
     issue_warps_per_sm: int = 16
     dram_warp_fraction: float = 0.5
     issue_rate_factor: float = 1.0
+    # a megakernel's synchronisation between two segments, us: a grid barrier (every block's
+    # arrival at a device-scope atomic counter, then the release), and a dependence wait (a
+    # flag written with a release store, seen by an acquire load); neither was measured
+    grid_sync_us: float = 2.0
+    wait_us: float = 1.0
 
     def to_json(self) -> dict:
         return {"sass_per_ir": self.sass_per_ir, "issue_warps_per_sm": self.issue_warps_per_sm,
                 "dram_warp_fraction": self.dram_warp_fraction,
-                "issue_rate_factor": self.issue_rate_factor}
+                "issue_rate_factor": self.issue_rate_factor,
+                "grid_sync_us": self.grid_sync_us, "wait_us": self.wait_us}
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One segment of a megakernel launch: what runs between two grid barriers (or, with
+    counters, between two waits of a block), summed over the grid."""
+
+    instructions: int
+    dram_bytes: int                  # global loads + stores
+    flops: tuple[tuple[str, int], ...] = ()
+
+    def to_json(self) -> dict:
+        return {"instructions": self.instructions, "dram_bytes": self.dram_bytes,
+                "flops": dict(self.flops)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +114,8 @@ class LaunchCounts:
     region: int = -1                 # planner region of the launch (-1: not attributed)
     footprint: int | None = None     # distinct global bytes loaded + stored, or a bound of it
     footprint_exact: bool = False    # True: from an executor trace; False: buffer-size bound
+    sync: str = ""                   # a megakernel: "grid" or "counters"
+    segments: tuple[Segment, ...] = ()  # a megakernel: per segment, in order
 
     @property
     def blocks(self) -> int:
@@ -108,7 +136,9 @@ class LaunchCounts:
                 "flops": dict(self.flops), "registers": self.registers,
                 "static_smem": self.static_smem, "shared_bytes": self.shared_bytes,
                 "barriers": self.barriers, "region": self.region,
-                "footprint": self.footprint, "footprint_exact": self.footprint_exact}
+                "footprint": self.footprint, "footprint_exact": self.footprint_exact,
+                **({"sync": self.sync, "segments": [g.to_json() for g in self.segments]}
+                   if self.segments else {})}
 
     @classmethod
     def from_json(cls, d: object, where: str) -> LaunchCounts:
@@ -152,7 +182,19 @@ class LaunchCounts:
                    tuple(sorted(flops.items())), count("registers", None),
                    count("static_smem"), count("shared_bytes"), count("barriers"),
                    int(d.get("region", -1)) if isinstance(d.get("region", -1), int) else -1,
-                   count("footprint", None), bool(d.get("footprint_exact", False)))
+                   count("footprint", None), bool(d.get("footprint_exact", False)),
+                   str(d.get("sync", "")), _segments(d.get("segments", []), bad))
+
+
+def _segments(v: object, bad) -> tuple[Segment, ...]:
+    if not isinstance(v, list) or not all(
+            isinstance(g, dict) and isinstance(g.get("instructions"), int)
+            and isinstance(g.get("dram_bytes"), int) and isinstance(g.get("flops", {}), dict)
+            for g in v):
+        raise bad("'segments' must be a list of objects with instructions, dram_bytes and "
+                  "flops")
+    return tuple(Segment(g["instructions"], g["dram_bytes"],
+                         tuple(sorted(g.get("flops", {}).items()))) for g in v)
 
 
 # occupancy ------------------------------------------------------------------------------------
@@ -277,14 +319,17 @@ class Estimate:
     waves: Waves | None
     notes: tuple[str, ...] = ()
     dram_bytes: int = 0  # the bytes the DRAM term charged (footprint or executor bytes)
+    sync: float = 0.0  # a megakernel: its grid barriers or dependence waits
+    serial: float | None = None  # a megakernel: the sum over its segments of each one's bound
 
     @property
     def body(self) -> float:
-        return max(self.dram, self.compute, self.issue)
+        return self.serial if self.serial is not None else max(self.dram, self.compute,
+                                                               self.issue)
 
     @property
     def seconds(self) -> float:
-        return self.launch + self.body
+        return self.launch + self.body + self.sync
 
     @property
     def body_bound(self) -> str:
@@ -306,7 +351,7 @@ class Estimate:
         head = (f"{b.upper() if b == 'dram' else b}-bound: {fmt_time(getattr(self, b))} of "
                 f"{fmt_time(self.seconds)}")
         rest = [f"{'DRAM' if t == 'dram' else t} {fmt_time(getattr(self, t))}"
-                for t in TERMS if t != b]
+                for t in TERMS if t != b and (t != "sync" or self.serial is not None)]
         if b == "launch":
             rest.append(f"body {self.body_bound.replace('dram', 'DRAM')}-bound")
         tail = []
@@ -354,9 +399,27 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
     else:
         notes.append("DRAM bytes: executor global bytes (an upper bound: the footprint does "
                      "not fit in L2 or is unknown)")
-    dram = dram_bytes / gpu.dram_bytes_per_s * dram_slow
-    compute = sum(n / gpu.flops_per_s(p) for p, n in c.flops) * issue_slow
-    issue = c.instructions * a.sass_per_ir / (gpu.issue_rate * a.issue_rate_factor) * issue_slow
+    def terms(instructions: int, nbytes: float, flops) -> tuple[float, float, float]:
+        return (nbytes / gpu.dram_bytes_per_s * dram_slow,
+                sum(n / gpu.flops_per_s(p) for p, n in flops) * issue_slow,
+                instructions * a.sass_per_ir / (gpu.issue_rate * a.issue_rate_factor)
+                * issue_slow)
+
+    if c.segments:  # a megakernel: its segments one after another, a sync between two
+        total = max(1, sum(g.dram_bytes for g in c.segments))
+        per = [terms(g.instructions, dram_bytes * g.dram_bytes / total, g.flops)
+               for g in c.segments]
+        each = a.grid_sync_us if c.sync == "grid" else a.wait_us
+        n = len(c.segments)
+        notes.append(f"megakernel ({c.sync}): {n} segments, each bound by its own largest "
+                     f"term, one after another; {n - 1} x {each} us of "
+                     f"{'grid barriers' if c.sync == 'grid' else 'dependence waits'} (an "
+                     "assumption; overlap between independent segments is not counted)")
+        dram, compute, issue = (sum(x[i] for x in per) for i in range(3))
+        return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w,
+                        tuple(notes), dram_bytes, (n - 1) * each * 1e-6,
+                        sum(max(x) for x in per))
+    dram, compute, issue = terms(c.instructions, dram_bytes, c.flops)
     return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes),
                     dram_bytes)
 

@@ -72,6 +72,7 @@ def variant_json(result: TuneResult, v: Variant) -> dict:
     out = {
         "label": r.label, "original": r.original, "split_storage": r.split_storage,
         "choices": "original" if r.original else r.choices_list(),
+        "megakernel": r.megakernel,
         "launches": {"before": r.launches_before, "after": r.launches_after,
                      "run": len(r.counts)},
         "fused_kernels": list(r.fused), "undone": list(r.undone),

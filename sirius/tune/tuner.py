@@ -89,7 +89,7 @@ class TuneResult:
     def default(self) -> Variant | None:
         """The variant `sirius fuse` builds with its defaults (auto, storage split)."""
         return next((v for v in self.variants if v.result.choices == "auto"
-                     and v.result.split_storage), None)
+                     and v.result.split_storage and v.result.megakernel is None), None)
 
 
 def estimate_variant(r: VariantResult, gpu: Gpu, a: Assumptions) -> Variant:
@@ -138,7 +138,8 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
     choices: dict[bool, list[str]] = {}
     mixed: list[Request] = []
     for split in splits:
-        opts = [v for v in whole if v.result.split_storage == split and v.estimate is not None]
+        opts = [v for v in whole if v.result.split_storage == split and v.estimate is not None
+                and v.result.megakernel is None]
         if not opts:
             continue
         best = []
@@ -207,7 +208,8 @@ def _rebuild(src: Source, v: Variant, gpu: Gpu, a: Assumptions, rebuilt: dict):
     written is one program. SiriusError when the rebuild fails."""
     if v.label in rebuilt:
         return rebuilt[v.label]
-    req = Request(src, v.label, v.result.split_storage, v.result.choices)
+    req = Request(src, v.label, v.result.split_storage, v.result.choices,
+                  megakernel=v.result.megakernel)
     again, res = variants.build(req, measure=False)
     remeasured = ""
     if again.ir_sha != v.result.ir_sha:

@@ -22,8 +22,11 @@ The space is explored per region, never as a cross product over the program:
 
 So a program with R regions costs 4 or 5 builds per storage setting, whatever R is. The
 arrangements of one region are the planner's (the mixed vertical-in-horizontal arrangement is
-what `auto` plans); shared-memory overlay vs concatenation, post-fusion passes on/off and the
-megakernel variants are not explored yet.
+what `auto` plans); shared-memory overlay vs concatenation and post-fusion passes on/off are not
+explored yet. The two megakernel variants (`--megakernel grid` and `counters`, over the `auto`
+plan) are two more whole-program variants, estimated per segment (model.py); they are not
+mixed per region. Built over the tuner's shared plan, they do not unroll host loops into the
+megakernel as `sirius fuse --megakernel` does (each loop body is one megakernel).
 
 `build_variant(request)` is what runs in a worker (a local process, a Ray task, or this
 process): it compiles and analyses the program once per process (cached), plans, builds and
@@ -42,6 +45,7 @@ from sirius.diagnostics import SiriusError
 from sirius.tune.model import LaunchCounts
 
 CHOICES = ("auto", "vertical", "horizontal", "unfused")  # ties go to the first
+MEGAKERNELS = ("grid", "counters")
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class Request:
     split_storage: bool = True
     choices: tuple[str, ...] | str = "auto"
     original: bool = False
+    megakernel: str | None = None  # grid | counters: a whole-program megakernel variant
 
     def choice(self, region: int) -> str:
         return self.choices if isinstance(self.choices, str) else self.choices[region]
@@ -88,6 +93,7 @@ class VariantResult:
     ir_sha: str = ""
     seconds: float = 0.0
     error: str = ""
+    megakernel: str | None = None  # grid | counters: a megakernel variant
 
     @property
     def ok(self) -> bool:
@@ -187,7 +193,7 @@ def mixed_plan(req: Request):
         regions.append(_fresh(plan_for(req.source, req.split_storage, arr).regions[r],
                               unfused=c == "unfused"))
     label = req.choices if isinstance(req.choices, str) else "per-region"
-    opts = Options(req.source.arch, label, req.split_storage)
+    opts = Options(req.source.arch, label, req.split_storage, megakernel=req.megakernel)
     return Plan(base.analysed, opts, base.host, base.uar, regions, base.storage,
                 base.wavefront, dict(base.seconds), base.syncs, base.pruned)
 
@@ -223,11 +229,15 @@ def build(req: Request, measure: bool = True):
                    "members": [f"{n.sid} {n.launch.kernel}" for n in r.nodes]}
                   for r in res.fused)
     choices = req.choices if isinstance(req.choices, str) else tuple(req.choices)
+    fused += tuple({"name": r.name, "arrangement": f"megakernel {req.megakernel}",
+                    "region": r.region, "members": [f"{n.sid} {n.launch.kernel}"
+                                                    for n in r.nodes]}
+                   for r in res.megakernels)
     vr = VariantResult(req.label, req.split_storage, choices, False, tuple(counts),
                        len(plan.regions),
                        tuple(tuple(n.sid for n in r.nodes) for r in plan.regions),
                        res.launches_before, res.launches_after, fused, tuple(res.undone),
-                       _sha(res.device_ir), time.perf_counter() - t0)
+                       _sha(res.device_ir), time.perf_counter() - t0, megakernel=req.megakernel)
     return vr, res
 
 
@@ -240,7 +250,8 @@ def build_variant(req: Request) -> VariantResult:
     except Exception as e:  # noqa: BLE001 - a bug must not take the other variants down
         msg = f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
     choices = req.choices if isinstance(req.choices, str) else tuple(req.choices)
-    return VariantResult(req.label, req.split_storage, choices, req.original, error=msg)
+    return VariantResult(req.label, req.split_storage, choices, req.original, error=msg,
+                         megakernel=req.megakernel)
 
 
 def whole_program_requests(src: Source, splits: list[bool]) -> list[Request]:
@@ -248,6 +259,9 @@ def whole_program_requests(src: Source, splits: list[bool]) -> list[Request]:
     for split in splits:
         tag = "" if split else " (no storage split)"
         out += [Request(src, f"{c}{tag}", split, c) for c in CHOICES]
+    # the megakernels, over the default plan (they are whole-program variants: a region's
+    # megakernel time is not mixed with other regions' choices)
+    out += [Request(src, f"megakernel {m}", True, "auto", megakernel=m) for m in MEGAKERNELS]
     return out
 
 

@@ -103,3 +103,32 @@ def test_every_gpu_has_sources_and_consistent_peaks():
         # peak FP32 = SMs x lanes x 2 x clock, within 3 % (the figures are rounded)
         assert g.fp32_tflops * 1e12 == pytest.approx(g.sms * lanes * 2 * g.clock_hz, rel=0.03)
     assert gpu("h100") is GPUS["H100 SXM"] and gpu("a100-40gb").dram_gbps == 1555
+
+
+def test_a_megakernel_is_estimated_segment_by_segment_with_its_syncs():
+    """Two segments, one memory-bound and one issue-bound, on the grid of the H100's 132 SMs
+    (one block of 256 threads each): the estimate adds each segment's own bound, not the
+    largest of the summed terms, plus one synchronisation between them; a grid barrier costs
+    `grid_sync_us`, a dependence wait `wait_us`, and the report names the term."""
+    import dataclasses
+
+    from sirius.tune.model import Assumptions, Segment
+
+    h = gpu("H100 SXM")
+    mem = Segment(1000, 330_000_000)   # 330 MB: DRAM-bound
+    alu = Segment(2_000_000_000, 1000)  # 2 G instructions: issue-bound
+    base = dataclasses.replace(counts(grid=132, instructions=mem.instructions + alu.instructions,
+                                      dram=mem.dram_bytes + alu.dram_bytes),
+                               sync="grid", segments=(mem, alu))
+    one = [estimate(dataclasses.replace(counts(grid=132, instructions=g.instructions,
+                                               dram=g.dram_bytes)), h) for g in (mem, alu)]
+    e = estimate(base, h)
+    assert e.sync == pytest.approx(Assumptions().grid_sync_us * 1e-6)
+    assert e.seconds == pytest.approx(h.launch_us * 1e-6 + one[0].body + one[1].body + e.sync)
+    assert e.seconds > h.launch_us * 1e-6 + max(e.dram, e.issue) + e.sync  # not overlapped
+    waits = estimate(dataclasses.replace(base, sync="counters"), h)
+    assert waits.sync == pytest.approx(Assumptions().wait_us * 1e-6)
+    tiny = estimate(dataclasses.replace(counts(grid=132, instructions=200, dram=200),
+                                        sync="grid", segments=(Segment(10, 10),) * 20), h)
+    assert tiny.bound == "sync" and tiny.explain().startswith("sync-bound")
+    assert any("megakernel (grid): 20 segments" in n for n in tiny.notes)

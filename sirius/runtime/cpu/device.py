@@ -11,6 +11,7 @@ from fresh device state: `load_module` restores the module's globals to their in
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import hashlib
 import os
 import signal
@@ -257,6 +258,7 @@ class CpuDevice:
             parts = [self.launch(module, seg, grid, block, smem, args, loc,
                                  name=f"{shown} (segment {k})")
                      for k, seg in enumerate(entry.segments)]
+            of = list(range(len(parts)))
             extra, checks = (len(parts) - 1) * nblocks, 0
         else:  # dependence counters: each block as far as its waits let it
             if tuple(grid) != (entry.waits_grid, 1, 1):
@@ -271,6 +273,7 @@ class CpuDevice:
             parts = [self.launch(module, entry.segments[k], grid, block, smem, args, loc,
                                  name=f"{shown} (segment {k})", blocks=bs)
                      for k, bs in plan.launches]
+            of = [k for k, _ in plan.launches]
             # a block barrier in each signal (every segment) and wait (every segment but one)
             extra, checks = (2 * len(entry.segments) - 1) * nblocks, plan.flag_checks
         counts = [sum(getattr(p, f) for p in parts) for f in (
@@ -278,10 +281,21 @@ class CpuDevice:
             "shared_store_bytes", "barriers")]
         counts[-1] += extra
         modes = {p.mode for p in parts}
+        if self.trace and parts:  # one launch, one trace: the parts' records together
+            chunks = self.traces[-len(parts):]
+            del self.traces[-len(parts):]
+            self.traces.append(dataclasses.replace(
+                chunks[0], records=np.concatenate([c.records for c in chunks])))
+        per = [[0, 0, 0] for _ in entry.segments]
+        for k, p in zip(of, parts, strict=True):
+            per[k][0] += p.instructions
+            per[k][1] += p.global_load_bytes
+            per[k][2] += p.global_store_bytes
         return LaunchStats(shown, tuple(grid), tuple(block), smem, *counts,
                            sum(p.seconds for p in parts),
                            modes.pop() if len(modes) == 1 else "+".join(sorted(modes)),
-                           waits=checks)
+                           waits=checks, sync="grid" if entry.waits is None else "counters",
+                           segments=tuple(tuple(x) for x in per))
 
     def _run(self, d, nw: int, nblocks: int, nthreads: int, fibers: bool, kernel: str,
              loc: Location | None) -> tuple[int, float]:
