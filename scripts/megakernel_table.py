@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ["kernels/tvm/lstm.cu", "kernels/tvm/seq2seq.cu", "kernels/tvm/bert_qkv.cu",
             "kernels/tvm/bert_layer.cu", "kernels/tvm/resnext_block.cu", "kernels/tvm/mlp.cu",
-            "kernels/matmul_bias_act.cu", "kernels/lstm_cell.cu"]
+            "kernels/matmul_bias_act.cu", "kernels/lstm_cell.cu", "kernels/tvm/deepspeech2.cu",
+            "kernels/stencil_pingpong.cu", "kernels/two_mm.cu"]
 
 
 def _verify(path: str, extra: list[str]) -> tuple[dict | None, float, str]:
