@@ -85,20 +85,24 @@ def test_the_grid_barrier_assembles():
         assert "mk" in report.kernels
 
 
-# TVM lstm runs through the CLI in make test (test_cli_reports_the_megakernel), the others and
-# the same check through the API in make test-all
+# TVM lstm runs through the CLI in make test (test_cli_reports_the_megakernel and its counters
+# twin), the others and the same check through the API in make test-all, with both variants
+@pytest.mark.parametrize("variant", ["grid", "counters"])
 @pytest.mark.parametrize("name,launches", [
     pytest.param("kernels/tvm/lstm.cu", 34, marks=pytest.mark.slow),
     pytest.param("kernels/tvm/seq2seq.cu", 52, marks=pytest.mark.slow),
     pytest.param("kernels/tvm/resnext_block.cu", 3, marks=pytest.mark.slow),
     pytest.param("kernels/tvm/bert_layer.cu", 15, marks=pytest.mark.slow),
+    pytest.param("kernels/tvm/deepspeech2.cu", 57, marks=pytest.mark.slow),
 ])
-def test_global_chains_become_one_verified_launch(name, launches):
-    res = fuse([ROOT / name], Options(megakernel="grid"))
+def test_global_chains_become_one_verified_launch(name, launches, variant):
+    res = fuse([ROOT / name], Options(megakernel=variant))
     assert (res.launches_before, res.launches_after) == (launches, 1)
     (mk,) = res.megakernels
     assert res.cooperative_kernels == (mk.name,)
     assert mk.kernel.grid[0] <= 108  # one block per SM of an A100 at most (sm_80)
+    # counters: a chain of dependent launches waits; grid: barriers, no waits
+    assert bool(mk.kernel.spec.waits) == (variant == "counters")
     rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
     assert rep.ok, rep.render()
 
@@ -211,20 +215,6 @@ def test_the_counters_assemble():
         ptx, report = compile_ir(fm.text, arch)
         assert "ld.acquire." in ptx.text and "st.release." in ptx.text  # .sys: volatile
         assert "mk" in report.kernels
-
-
-@pytest.mark.parametrize("name,launches", [
-    pytest.param("kernels/tvm/seq2seq.cu", 52, marks=pytest.mark.slow),
-    pytest.param("kernels/tvm/resnext_block.cu", 3, marks=pytest.mark.slow),
-    pytest.param("kernels/tvm/bert_layer.cu", 15, marks=pytest.mark.slow),
-])
-def test_global_chains_become_one_launch_with_counters(name, launches):
-    res = fuse([ROOT / name], Options(megakernel="counters"))
-    assert (res.launches_before, res.launches_after) == (launches, 1)
-    (mk,) = res.megakernels
-    assert mk.kernel.spec.waits  # a chain of dependent launches waits
-    rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
-    assert rep.ok, rep.render()
 
 
 def test_cli_reports_the_counters_megakernel(tmp_path):
