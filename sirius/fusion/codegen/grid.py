@@ -32,7 +32,9 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
     """A megakernel: the kernel calls one function per segment, `sirius_grid_sync()`
     between them; a segment runs its members one after another in every block, each over
     its own blocks in a block-stride loop (block b runs b, b + G, b + 2G, ... of a member
-    that needs more blocks than the G of the grid), a block barrier between members. The
+    that needs more blocks than the G of the grid), a block barrier before a member that
+    uses shared memory when one before it in the segment did (they overlay it; the members of
+    a segment are independent, so no other barrier is needed). The
     segments stay functions of their own (noinline): the CPU executor runs each over all
     blocks before the next, which is what the grid barrier means."""
     args = ", ".join(f"{p.type} %{irtext.local_ref(p.name)}" for p in params)
@@ -86,8 +88,15 @@ def _write_segment(asm, spec: FusedKernelSpec, fn: str, seg: list, block: Dim3, 
            f"#{asm.group(attrs)}{dbg} {{", "entry:"]
     out += w.flush()
     w.scope()
+    dirty = False  # shared memory used since the last block barrier
     for j, pm in enumerate(seg):
         i, need = pm.index, pm.blocks
+        uses = bool(pm.smem) or pm.member.smem > 0
+        if j and dirty and uses:  # it overlays what a member before it used: wait for them
+            asm.declare(irtext.SYNC, f"declare void @{irtext.SYNC}(i32)")
+            out.append(f"  call void @{irtext.SYNC}(i32 0){w.loc}")
+            dirty = False
+        dirty = dirty or uses
         out += [f"  br label %s{i}", f"s{i}:",
                 f"  %c{i} = icmp ult i32 {first}, {need}",
                 f"  br i1 %c{i}, label %l{i}, label %d{i}", f"l{i}:",
@@ -100,9 +109,6 @@ def _write_segment(asm, spec: FusedKernelSpec, fn: str, seg: list, block: Dim3, 
         out += [f"n{i}:", f"  %nx{i} = add nuw i32 %vb{i}, {grid[0]}",
                 f"  %cc{i} = icmp ult i32 %nx{i}, {need}",
                 f"  br i1 %cc{i}, label %l{i}, label %d{i}", f"d{i}:"]
-        if j + 1 < len(seg):  # the next member may reuse its shared memory
-            asm.declare(irtext.SYNC, f"declare void @{irtext.SYNC}(i32)")
-            out.append(f"  call void @{irtext.SYNC}(i32 0){w.loc}")
     out += ["  ret void", "}"]
     asm.appended.append("\n".join(out))
 
