@@ -518,7 +518,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                for tag, launch in parts[(ri, gi)]]
         if len(seq) < 2 or ri in state.disabled_megakernels:
             continue
-        ms, cuts, seen_tags, group, covers, grids = [], [], set(), None, [], []
+        ms, cuts, seen_tags, group, covers, placed = [], [], set(), None, [], []
         threads = max(prod(fused[x.mangled].block) if x.mangled in fused else
                       by_launch[id(x)].threads for _, _, x in seq)
         for i, (gi, tag, launch) in enumerate(seq):
@@ -539,8 +539,9 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             group = gi
             seen_tags.add(tag)
             ms.append((m, launch, _types(launch, infos, fused)))
-            grids.append(m.grid if k is None and m.mapping.kind == "block" else None)
             g = region.groups[gi]
+            placed.append(_placed(k, m, by_launch[id(launch)] if k is None else None,
+                                  g.clusters[tag].nodes if isinstance(tag, int) else None))
             covers.append(frozenset(
                 [by_launch[id(launch)].sid] if k is None else
                 [n.sid for n in (g.clusters[tag].nodes if isinstance(tag, int) else g.nodes)]))
@@ -551,7 +552,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         if res.options.megakernel == "counters":
             bounds = [0, *cuts, len(ms)]
             waits = counter_waits([range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)],
-                                  covers, needs, grid, res.uar, grids)
+                                  covers, needs, grid, res.uar, placed)
         specs.append(FusedKernelSpec(name, "grid", tuple(param_maps(ms)), grid=(grid, 1, 1),
                                      grid_sync_before=tuple(cuts), waits=waits))
         chosen[ri] = ([launch for _, launch, _ in ms], name)
@@ -584,6 +585,19 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         rec.owner = ri
         records.append(rec)
     return fm, launches, records
+
+
+def _placed(k: FusedKernel | None, m: Member, node, nodes) -> tuple | None:
+    """Where the statements a megakernel member runs sit among its virtual blocks
+    (fusion/waits.py, `Placed`), when known: an original launch with the block map, or a
+    vertical kernel whose members all run the fused grid's blocks as their own."""
+    if k is None:
+        return ((node.sid, 0, m.grid),) if m.mapping.kind == "block" else None
+    ok = k.arrangement == "vertical" and nodes is not None and \
+        len(nodes) == len(k.spec.members) and all(
+            x.mapping.kind == "block" and x.repeat == 1 and tuple(x.grid) == tuple(k.grid)
+            and p.first_block == 0 for x, p in zip(k.spec.members, k.placements, strict=True))
+    return tuple((n.sid, 0, k.grid) for n in nodes) if ok else None
 
 
 def _rewrite_host(host: HostProgram, regions: list[Region],

@@ -6,8 +6,10 @@ vb mod G, so the physical blocks 0..min(need, G)-1 do its work and the others do
 member depends on a member of an earlier segment when the UAR has a dependence (of any kind
 and width) between launches they cover. Then:
 
-- when both are launches of the original program whose virtual blocks are their own linear
-  block ids (the `block` map), the blocks wait as the isl relation between their effects says:
+- when the launches they cover sit in their virtual blocks at known places (a launch of the
+  original program with the `block` map: its own linear block ids; a vertical fused kernel
+  whose members all have its grid: each member's block ids), the blocks wait as the isl
+  relation between the effects of each dependent pair of launches says:
   for each physical block b of the consumer, the producer's physical blocks holding an
   instance that writes what an instance on b reads or writes, or reads what it writes, in
   the same host iteration (the interval from the least to the greatest, mod G);
@@ -33,31 +35,35 @@ from sirius.fusion.spec import Dim3, Wait
 Interval = tuple[int, int]
 
 
+# a statement a member runs, with the member's virtual block of its block (bx, by, bz):
+# offset + bx + gx * (by + gy * bz) for its grid (gx, gy, gz)
+Placed = tuple[str, int, Dim3]
+
+
 def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
                   needs: Sequence[int], grid: int, uar: UAR,
-                  grids: Sequence[Dim3 | None] = ()) -> tuple[Wait, ...]:
+                  placed: Sequence[tuple[Placed, ...] | None] = ()) -> tuple[Wait, ...]:
     """`segments`: member indices per segment; `covers[i]`: the UAR statement ids member i
-    runs; `needs[i]`: its virtual blocks; `grids[i]`: the launch grid when member i is one
-    original launch whose virtual block is its linear block id (else None)."""
+    runs; `needs[i]`: its virtual blocks; `placed[i]`: for every statement member i runs,
+    where its blocks are among the member's virtual blocks (None: not known, every block
+    waits for every block)."""
     seg_of = {i: k for k, seg in enumerate(segments) for i in seg}
     owner = {sid: i for i, sids in enumerate(covers) for sid in sids}
-    depends: set[tuple[int, int]] = set()  # (producer member, consumer member)
+    depends: dict[tuple[int, int], set[tuple[str, str]]] = {}  # members -> statement pairs
     for u, v in uar.graph.edges():
         a, c = owner.get(u), owner.get(v)
         if a is None or c is None or a == c:
             continue
         if seg_of[a] > seg_of[c]:
-            a, c = c, a  # a dependence carried by a host loop: still orders the two
+            a, c, u, v = c, a, v, u  # carried by a host loop: still orders the two
         if seg_of[a] < seg_of[c]:
-            depends.add((a, c))
+            depends.setdefault((a, c), set()).add((u, v))
     span = [min(n, grid) for n in needs]
     # (consumer segment, consumer block, producer segment) -> producer blocks
     want: dict[tuple[int, int, int], Interval] = {}
-    for a, c in sorted(depends):
-        per_block = None
-        if len(grids) > max(a, c) and grids[a] is not None and grids[c] is not None:
-            (sa,), (sc,) = covers[a], covers[c]
-            per_block = _block_waits(uar, sa, sc, grids[a], grids[c], grid, span[c])
+    for (a, c), pairs in sorted(depends.items()):
+        per_block = _member_waits(uar, pairs, placed[a] if len(placed) > a else None,
+                                  placed[c] if len(placed) > c else None, grid, span[c])
         for b in range(span[c]):
             got = (0, span[a] - 1) if per_block is None else per_block[b]
             if got is None:
@@ -100,13 +106,36 @@ def _uncovered(want: dict[tuple[int, int, int], Interval], waits: Sequence[Wait]
                        for k2, (plo, phi) in have.get((b, j), ()))]
 
 
-def _block_waits(uar: UAR, prod: str, cons: str, pgrid: Dim3, cgrid: Dim3, grid: int,
+def _member_waits(uar: UAR, pairs: set[tuple[str, str]], prod: tuple[Placed, ...] | None,
+                  cons: tuple[Placed, ...] | None, grid: int,
+                  span: int) -> list[Interval | None] | None:
+    """Per consumer physical block, the producer blocks the dependent statement pairs need
+    (their intervals joined), or None when a placement is unknown or isl cannot say."""
+    if prod is None or cons is None:
+        return None
+    where_p = {sid: (off, g) for sid, off, g in prod}
+    where_c = {sid: (off, g) for sid, off, g in cons}
+    out: list[Interval | None] = [None] * span
+    for u, v in sorted(pairs):
+        if u not in where_p or v not in where_c:
+            return None
+        got = _block_waits(uar, u, v, where_p[u], where_c[v], grid, span)
+        if got is None:
+            return None
+        out = [x if y is None else y if x is None else (min(x[0], y[0]), max(x[1], y[1]))
+               for x, y in zip(out, got, strict=True)]
+    return out
+
+
+def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3],
+                 cplace: tuple[int, Dim3], grid: int,
                  span: int) -> list[Interval | None] | None:
     """For each physical block 0..span-1 of the consumer statement: the interval of the
     producer's physical blocks it must wait for (None: none), or None when isl cannot say."""
     sp, sc = uar.statement(prod), uar.statement(cons)
     if sp.vars != sc.vars:
         return None
+    (poff, pgrid), (coff, cgrid) = pplace, cplace
 
     def pairs():
         out = None
@@ -127,8 +156,8 @@ def _block_waits(uar: UAR, prod: str, cons: str, pgrid: Dim3, cgrid: Dim3, grid:
             return [None] * span
         out = out.coalesce()
         bx, by, bz = THREAD_DIMS[:3]
-        key = f"{bx}' + {cgrid[0]} * {by}' + {cgrid[0] * cgrid[1]} * {bz}'"
-        value = f"{bx} + {pgrid[0]} * {by} + {pgrid[0] * pgrid[1]} * {bz}"
+        key = f"{coff} + {bx}' + {cgrid[0]} * {by}' + {cgrid[0] * cgrid[1]} * {bz}'"
+        value = f"{poff} + {bx} + {pgrid[0]} * {by} + {pgrid[0] * pgrid[1]} * {bz}"
         return islutil.intervals_mod(out, key, value, grid, span)
 
     return islutil.bounded(10 * BUDGET, pairs, None)
