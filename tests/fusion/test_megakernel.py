@@ -235,8 +235,12 @@ def test_cli_reports_the_counters_megakernel(tmp_path):
     assert "## Megakernels (counters)" in md and "dependence wait(s)" in md
 
 
-@pytest.mark.parametrize("variant", [pytest.param("grid", marks=pytest.mark.slow), "counters"])
-def test_a_host_loop_nest_moves_into_the_megakernel(variant):
+@pytest.mark.parametrize("variant,check", [
+    pytest.param("grid", True, marks=pytest.mark.slow),
+    pytest.param("counters", True, marks=pytest.mark.slow),
+    ("counters", False),  # make test: the plan only (the values: make test-all)
+])
+def test_a_host_loop_nest_moves_into_the_megakernel(variant, check):
     """kernels/lstm_cell.cu launches one cell per (layer, step), 2 x 4, each depending on the
     cells before it: with a megakernel the nest's stages are all unrolled (their launch order
     kept), so every launch joins one kernel."""
@@ -244,8 +248,9 @@ def test_a_host_loop_nest_moves_into_the_megakernel(variant):
     assert (res.launches_before, res.launches_after) == (8, 1)
     (mk,) = res.megakernels
     assert len(mk.kernel.spec.segments()) == 5  # the wavefront's stages: 1, 2, 2, 2, 1 cells
-    rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
-    assert rep.ok, rep.render()
+    if check:
+        rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
+        assert rep.ok, rep.render()
 
 
 def test_counter_waits_follow_the_block_relation():
