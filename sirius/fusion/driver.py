@@ -241,6 +241,8 @@ class _State:
     disabled_clusters: set[ClusterKey] = field(default_factory=set)
     disabled_groups: set[GroupKey] = field(default_factory=set)
     disabled_megakernels: set[int] = field(default_factory=set)  # region indices
+    # a horizontal kernel's launch per member (its first, for a repeated member), by name
+    member_launches: dict[str, list[Launch]] = field(default_factory=dict)
 
 
 def _generate(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress) -> None:
@@ -488,6 +490,7 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             launches[(ri, gi)] = [x for _, x in parts[(ri, gi)]]
             continue
         k = fm.kernel(g.name)
+        state.member_launches[k.name] = firsts[(ri, gi)]
         parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) if ci not in cis
                            for x in seq] + [("h", k.launch(firsts[(ri, gi)]))]
         launches[(ri, gi)] = [x for _, x in parts[(ri, gi)]]
@@ -541,7 +544,9 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             ms.append((m, launch, _types(launch, infos, fused)))
             g = region.groups[gi]
             placed.append(_placed(k, m, by_launch[id(launch)] if k is None else None,
-                                  g.clusters[tag].nodes if isinstance(tag, int) else None))
+                                  g.clusters[tag].nodes if isinstance(tag, int) else
+                                  [by_launch.get(id(x)) for x in
+                                   state.member_launches.get(k.name if k else "", [])]))
             covers.append(frozenset(
                 [by_launch[id(launch)].sid] if k is None else
                 [n.sid for n in (g.clusters[tag].nodes if isinstance(tag, int) else g.nodes)]))
@@ -589,15 +594,24 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
 
 def _placed(k: FusedKernel | None, m: Member, node, nodes) -> tuple | None:
     """Where the statements a megakernel member runs sit among its virtual blocks
-    (fusion/waits.py, `Placed`), when known: an original launch with the block map, or a
-    vertical kernel whose members all run the fused grid's blocks as their own."""
+    (fusion/waits.py, `Placed`), when known: an original launch with the block map, a
+    vertical kernel whose members all run the fused grid's blocks as their own, or a
+    horizontal kernel of original launches, each in its block range (`nodes`: the cluster's
+    nodes, or the horizontal kernel's member launches' nodes, None where not original)."""
     if k is None:
         return ((node.sid, 0, m.grid),) if m.mapping.kind == "block" else None
-    ok = k.arrangement == "vertical" and nodes is not None and \
-        len(nodes) == len(k.spec.members) and all(
-            x.mapping.kind == "block" and x.repeat == 1 and tuple(x.grid) == tuple(k.grid)
-            and p.first_block == 0 for x, p in zip(k.spec.members, k.placements, strict=True))
-    return tuple((n.sid, 0, k.grid) for n in nodes) if ok else None
+    if not nodes or len(nodes) != len(k.spec.members) or None in nodes or any(
+            x.mapping.kind != "block" or x.repeat != 1
+            for x in k.spec.members):
+        return None
+    if k.arrangement == "vertical" and all(
+            tuple(x.grid) == tuple(k.grid) and p.first_block == 0
+            for x, p in zip(k.spec.members, k.placements, strict=True)):
+        return tuple((n.sid, 0, k.grid) for n in nodes)
+    if k.arrangement == "horizontal":  # each member in its block range, original launches
+        return tuple((n.sid, p.first_block, x.grid)
+                     for n, x, p in zip(nodes, k.spec.members, k.placements, strict=True))
+    return None
 
 
 def _rewrite_host(host: HostProgram, regions: list[Region],
