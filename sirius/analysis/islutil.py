@@ -354,3 +354,16 @@ def intervals_mod(s: isl.Set, key: str, value: str, modulus: int,
             return None
         out.append(got)
     return out
+
+
+def has_unknown_divs(s: isl.Set) -> bool:
+    """Whether a basic set of `s` has an existentially quantified variable with no known
+    expression (what a projection leaves). isl's subtraction and counting on such sets can
+    run for hours without checking the operation budget, so callers ask first."""
+    for b in s.get_basic_sets():
+        for i in range(b.dim(T.div)):
+            try:
+                b.get_div(i)
+            except isl.Error:
+                return True
+    return False

@@ -108,6 +108,10 @@ def permutation_member(producer: Member, writes: isl.Map, reads: isl.Map,
         pairs = w.apply_range(r.reverse()).intersect_range(box)  # producer -> consumer
         if not pairs.reverse().is_single_valued():
             return no("an instance reads elements written by two producer threads")
+        if islutil.has_unknown_divs(pairs.range()):  # isl may not stop on its budget there
+            return no("isl cannot decide cheaply whether every instance reads what the "
+                      "producer writes (the elements read are a projection with unknown "
+                      "divisions)")
         missed = box.subtract(pairs.range())
         if not missed.is_empty():
             return no(f"instance {_point(missed)} reads nothing the producer writes (not a "
