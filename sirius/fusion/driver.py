@@ -15,7 +15,6 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from math import prod
 from pathlib import Path
 
 from sirius.analysis.host.model import (
@@ -32,18 +31,16 @@ from sirius.backend import compile_ir, violations
 from sirius.backend.limits import coresident_blocks
 from sirius.backend.ptxas import KernelResources
 from sirius.fusion.codegen.emit import build
+from sirius.fusion.megakernel import megakernel_spec
 from sirius.fusion.members import param_maps, repeat_runs
 from sirius.fusion.plan.planner import Options, Planner, Region, launch_count
 from sirius.fusion.spec import (
-    BLOCK,
-    GLOBAL,
     CodegenError,
     FusedKernel,
     FusedKernelSpec,
     FusedModule,
     Member,
 )
-from sirius.fusion.waits import counter_waits
 from sirius.postopt import (
     DEFAULT_PASSES,
     ModulePass,
@@ -521,46 +518,11 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                for tag, launch in parts[(ri, gi)]]
         if len(seq) < 2 or ri in state.disabled_megakernels:
             continue
-        ms, cuts, seen_tags, group, covers, placed = [], [], set(), None, [], []
-        threads = max(prod(fused[x.mangled].block) if x.mangled in fused else
-                      by_launch[id(x)].threads for _, _, x in seq)
-        for i, (gi, tag, launch) in enumerate(seq):
-            k = fused.get(launch.mangled)
-            if k is not None:
-                m = Member(k.name, k.grid, k.block, k.smem)
-            else:
-                n = by_launch[id(launch)]
-                # a launch whose threads are independent fills the fused blocks (its
-                # threads in order, several of its blocks per fused block), not one of its
-                # blocks per fused block with the other threads idle
-                m = Member(n.launch.mangled, n.grid, n.block, n.smem,
-                           mapping=GLOBAL if n.thread_independent and n.threads < threads
-                           else BLOCK)
-            if i and (gi != group or tag in seen_tags):
-                cuts.append(i)
-                seen_tags = set()
-            group = gi
-            seen_tags.add(tag)
-            ms.append((m, launch, _types(launch, infos, fused)))
-            g = region.groups[gi]
-            placed.append(_placed(k, m, by_launch[id(launch)] if k is None else None,
-                                  g.clusters[tag].nodes if isinstance(tag, int) else
-                                  [by_launch.get(id(x)) for x in
-                                   state.member_launches.get(k.name if k else "", [])]))
-            covers.append(frozenset(
-                [by_launch[id(launch)].sid] if k is None else
-                [n.sid for n in (g.clusters[tag].nodes if isinstance(tag, int) else g.nodes)]))
-        needs = [m.blocks_needed(threads) or 1 for m, _, _ in ms]
-        grid = min(max(needs), sms)
-        name = f"sirius_g{len(specs)}"
-        waits = None
-        if res.options.megakernel == "counters":
-            bounds = [0, *cuts, len(ms)]
-            waits = counter_waits([range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)],
-                                  covers, needs, grid, res.uar, placed)
-        specs.append(FusedKernelSpec(name, "grid", tuple(param_maps(ms)), grid=(grid, 1, 1),
-                                     grid_sync_before=tuple(cuts), waits=waits))
-        chosen[ri] = ([launch for _, launch, _ in ms], name)
+        spec, members = megakernel_spec(
+            f"sirius_g{len(specs)}", region, seq, fused, by_launch, state.member_launches, sms,
+            res.options.megakernel, res.uar, lambda x: _types(x, infos, fused))
+        specs.append(spec)
+        chosen[ri] = (members, spec.name)
     fm, bad = _build_specs(specs, ir)
     for s, why in bad:
         res.undone.append(f"{s.name}: {why}")
@@ -590,28 +552,6 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         rec.owner = ri
         records.append(rec)
     return fm, launches, records
-
-
-def _placed(k: FusedKernel | None, m: Member, node, nodes) -> tuple | None:
-    """Where the statements a megakernel member runs sit among its virtual blocks
-    (fusion/waits.py, `Placed`), when known: an original launch with the block map, a
-    vertical kernel whose members all run the fused grid's blocks as their own, or a
-    horizontal kernel of original launches, each in its block range (`nodes`: the cluster's
-    nodes, or the horizontal kernel's member launches' nodes, None where not original)."""
-    if k is None:
-        return ((node.sid, 0, m.grid),) if m.mapping.kind == "block" else None
-    if not nodes or len(nodes) != len(k.spec.members) or None in nodes or any(
-            x.mapping.kind != "block" or x.repeat != 1
-            for x in k.spec.members):
-        return None
-    if k.arrangement == "vertical" and all(
-            tuple(x.grid) == tuple(k.grid) and p.first_block == 0
-            for x, p in zip(k.spec.members, k.placements, strict=True)):
-        return tuple((n.sid, 0, k.grid) for n in nodes)
-    if k.arrangement == "horizontal":  # each member in its block range, original launches
-        return tuple((n.sid, p.first_block, x.grid)
-                     for n, x, p in zip(nodes, k.spec.members, k.placements, strict=True))
-    return None
 
 
 def _rewrite_host(host: HostProgram, regions: list[Region],

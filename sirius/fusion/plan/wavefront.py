@@ -276,7 +276,7 @@ class _Rewriter:
         ci, cj = (f"{c}*" if c != 1 else "" for c in skew)
         record = dataclasses.replace(
             record, skew=f"{self.var} = {ci}{rl.index()} + {cj}{rt.index()}", stages=stages,
-            launches=_count_launches(inner.body, ranges),
+            launches=count,
             launch_ops=(len(list(_launches(inner.body))), len(list(_launches(new)))),
             var=self.var if loop else None, loop=loop)
         return record, new

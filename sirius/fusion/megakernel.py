@@ -1,0 +1,84 @@
+"""The spec of one megakernel (`--megakernel grid|counters`, docs/fusion-megakernel.md): the
+launches a region became after the vertical and horizontal rounds, as members cut into
+segments of independent launches, with the grid, and for `counters` the waits
+(fusion/waits.py). `driver._megakernel_round` builds the specs and records what they became."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from math import prod
+
+from sirius.analysis.host.model import Launch
+from sirius.analysis.uar.build import UAR
+from sirius.fusion.members import param_maps
+from sirius.fusion.plan.planner import Node, Region
+from sirius.fusion.spec import BLOCK, GLOBAL, FusedKernel, FusedKernelSpec, Member
+from sirius.fusion.waits import counter_waits
+
+
+def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | str, Launch]],
+                    fused: dict[str, FusedKernel], by_launch: dict[int, Node],
+                    member_launches: dict[str, list[Launch]], sms: int, variant: str,
+                    uar: UAR, types: Callable[[Launch], object]
+                    ) -> tuple[FusedKernelSpec, list[Launch]]:
+    """The megakernel of `seq`, a region's launches in order as (group, part, launch) (the
+    parts of one group are independent): a new segment starts at another group or at a
+    part already in the segment. Returns the spec and the launch of each member."""
+    ms, cuts, seen_tags, group, covers, placed = [], [], set(), None, [], []
+    threads = max(prod(fused[x.mangled].block) if x.mangled in fused else
+                  by_launch[id(x)].threads for _, _, x in seq)
+    for i, (gi, tag, launch) in enumerate(seq):
+        k = fused.get(launch.mangled)
+        g = region.groups[gi]
+        if k is not None:
+            m = Member(k.name, k.grid, k.block, k.smem)
+            nodes = g.clusters[tag].nodes if isinstance(tag, int) else \
+                [by_launch.get(id(x)) for x in member_launches.get(k.name, [])]
+            covers.append(frozenset(n.sid for n in (g.clusters[tag].nodes
+                                                    if isinstance(tag, int) else g.nodes)))
+            placed.append(_placed_fused(k, nodes))
+        else:
+            n = by_launch[id(launch)]
+            # a launch whose threads are independent fills the fused blocks (its threads in
+            # order, several of its blocks per fused block), not one of its blocks per fused
+            # block with the other threads idle
+            m = Member(n.launch.mangled, n.grid, n.block, n.smem,
+                       mapping=GLOBAL if n.thread_independent and n.threads < threads
+                       else BLOCK)
+            covers.append(frozenset([n.sid]))
+            placed.append(((n.sid, 0, m.grid),) if m.mapping.kind == "block" else None)
+        if i and (gi != group or tag in seen_tags):
+            cuts.append(i)
+            seen_tags = set()
+        group = gi
+        seen_tags.add(tag)
+        ms.append((m, launch, types(launch)))
+    needs = [m.blocks_needed(threads) or 1 for m, _, _ in ms]
+    grid = min(max(needs), sms)
+    waits = None
+    if variant == "counters":
+        bounds = [0, *cuts, len(ms)]
+        waits = counter_waits([range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)],
+                              covers, needs, grid, uar, placed)
+    spec = FusedKernelSpec(name, "grid", tuple(param_maps(ms)), grid=(grid, 1, 1),
+                           grid_sync_before=tuple(cuts), waits=waits)
+    return spec, [launch for _, launch, _ in ms]
+
+
+def _placed_fused(k: FusedKernel, nodes) -> tuple | None:
+    """Where the statements a fused member runs sit among its virtual blocks (fusion/waits.py,
+    `Placed`), when known: a vertical kernel whose members all run the fused grid's blocks as
+    their own, or a horizontal kernel of original launches, each in its block range
+    (`nodes`: the cluster's nodes, or the horizontal kernel's member launches' nodes, None
+    where a member is not an original launch)."""
+    if not nodes or len(nodes) != len(k.spec.members) or None in nodes or any(
+            x.mapping.kind != "block" or x.repeat != 1 for x in k.spec.members):
+        return None
+    if k.arrangement == "vertical" and all(
+            tuple(x.grid) == tuple(k.grid) and p.first_block == 0
+            for x, p in zip(k.spec.members, k.placements, strict=True)):
+        return tuple((n.sid, 0, k.grid) for n in nodes)
+    if k.arrangement == "horizontal":
+        return tuple((n.sid, p.first_block, x.grid)
+                     for n, x, p in zip(nodes, k.spec.members, k.placements, strict=True))
+    return None
