@@ -25,6 +25,18 @@ from sirius.fusion.spec import (
 )
 
 _SREG = "call i32 @llvm.nvvm.read.ptx.sreg."
+# %lead: this thread is thread (0, 0, 0) of its block, the one that talks to the other blocks
+_LEAD = (f"  %tx = {_SREG}tid.x()", f"  %ty = {_SREG}tid.y()", f"  %tz = {_SREG}tid.z()",
+         "  %t1 = or i32 %tx, %ty", "  %t2 = or i32 %t1, %tz", "  %lead = icmp eq i32 %t2, 0")
+
+
+def _declare_sync(asm, more: tuple[str, ...] = ()) -> None:
+    """The block barrier and the special registers a grid barrier or a counter helper reads
+    (the thread ids and ctaid.x, and `more`)."""
+    asm.declare(irtext.SYNC, f"declare void @{irtext.SYNC}(i32)")
+    for s in ("tid.x", "tid.y", "tid.z", "ctaid.x", *more):
+        asm.declare(f"llvm.nvvm.read.ptx.sreg.{s}",
+                     f"declare i32 @llvm.nvvm.read.ptx.sreg.{s}()")
 
 
 def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[FusedParam],
@@ -121,21 +133,14 @@ def _grid_sync(asm) -> None:
     if GRID_SYNC in asm.decls:
         return
     asm.declare(GRID_SYNC, "")  # defined here, once per module
-    asm.declare(irtext.SYNC, f"declare void @{irtext.SYNC}(i32)")
-    for s in ("tid.x", "tid.y", "tid.z", "ctaid.x", "ctaid.y", "ctaid.z", "nctaid.x",
-              "nctaid.y", "nctaid.z"):
-        asm.declare(f"llvm.nvvm.read.ptx.sreg.{s}",
-                     f"declare i32 @llvm.nvvm.read.ptx.sreg.{s}()")
-    sreg = "call i32 @llvm.nvvm.read.ptx.sreg."
+    _declare_sync(asm, ("ctaid.y", "ctaid.z", "nctaid.x", "nctaid.y", "nctaid.z"))
+    sreg = _SREG
     bar = f"@{GRID_SYNC_COUNTER}"
     asm.appended.append(f"{bar} = internal addrspace(1) global i32 0, align 4")
     asm.appended.append("\n".join([
         f"define internal void @{GRID_SYNC}() #{asm.group('convergent noinline nounwind')}"
         " {", "entry:",
-        f"  call void @{irtext.SYNC}(i32 0)",
-        f"  %tx = {sreg}tid.x()", f"  %ty = {sreg}tid.y()", f"  %tz = {sreg}tid.z()",
-        "  %t1 = or i32 %tx, %ty", "  %t2 = or i32 %t1, %tz",
-        "  %lead = icmp eq i32 %t2, 0",
+        f"  call void @{irtext.SYNC}(i32 0)", *_LEAD,
         "  br i1 %lead, label %arrive, label %done", "arrive:",
         f"  %bx = {sreg}ctaid.x()", f"  %by = {sreg}ctaid.y()", f"  %bz = {sreg}ctaid.z()",
         "  %b1 = or i32 %bx, %by", "  %b2 = or i32 %b1, %bz",
@@ -201,15 +206,10 @@ def _counter_helpers(asm) -> None:
         return
     for h in (MK_SIGNAL, MK_WAIT):
         asm.declare(h, "")  # defined here, once per module
-    asm.declare(irtext.SYNC, f"declare void @{irtext.SYNC}(i32)")
-    for s in ("tid.x", "tid.y", "tid.z", "ctaid.x"):
-        asm.declare(f"llvm.nvvm.read.ptx.sreg.{s}",
-                     f"declare i32 @llvm.nvvm.read.ptx.sreg.{s}()")
+    _declare_sync(asm)
     attrs = f"#{asm.group('convergent noinline nounwind')}"
     g1 = "ptr addrspace(1)"
-    lead = [f"  %tx = {_SREG}tid.x()", f"  %ty = {_SREG}tid.y()", f"  %tz = {_SREG}tid.z()",
-            "  %t1 = or i32 %tx, %ty", "  %t2 = or i32 %t1, %tz",
-            "  %lead = icmp eq i32 %t2, 0", f"  %b = {_SREG}ctaid.x()",
+    lead = [*_LEAD, f"  %b = {_SREG}ctaid.x()",
             "  %erow = mul i32 %lastseg, %g", "  %eat = add i32 %erow, %b",
             f"  %ep = getelementptr inbounds i32, {g1} %flags, i32 %eat"]
     epoch = f"  %e = load volatile i32, {g1} %ep, align 4"
