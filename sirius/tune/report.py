@@ -73,6 +73,7 @@ def variant_json(result: TuneResult, v: Variant) -> dict:
         "label": r.label, "original": r.original, "split_storage": r.split_storage,
         "choices": "original" if r.original else r.choices_list(),
         "megakernel": r.megakernel,
+        "passes_off": list(r.without), "trade_off_passes_changed": list(r.changed_passes),
         "launches": {"before": r.launches_before, "after": r.launches_after,
                      "run": len(r.counts)},
         "fused_kernels": list(r.fused), "undone": list(r.undone),

@@ -89,7 +89,8 @@ class TuneResult:
     def default(self) -> Variant | None:
         """The variant `sirius fuse` builds with its defaults (auto, storage split)."""
         return next((v for v in self.variants if v.result.choices == "auto"
-                     and v.result.split_storage and v.result.megakernel is None), None)
+                     and v.result.split_storage and v.result.megakernel is None
+                     and not v.result.without), None)
 
 
 def estimate_variant(r: VariantResult, gpu: Gpu, a: Assumptions) -> Variant:
@@ -139,7 +140,7 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
     mixed: list[Request] = []
     for split in splits:
         opts = [v for v in whole if v.result.split_storage == split and v.estimate is not None
-                and v.result.megakernel is None]
+                and v.result.megakernel is None and not v.result.without]
         if not opts:
             continue
         best = []
@@ -155,6 +156,16 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
         else:
             notes.append(f"storage split {'on' if split else 'off'}: every region prefers "
                          f"'{best[0]}' (the per-region variant is that whole-program variant)")
+    # the trade-off passes on/off: the default variant without each one that changed it
+    default = next((v for v in whole if v.result.ok and v.result.choices == "auto"
+                    and v.result.split_storage and v.result.megakernel is None), None)
+    if default is not None:
+        base = next(q for q in reqs if q.label == default.label)
+        mixed += variants.pass_requests(base, default.result.changed_passes)
+        off = [p for p in variants.TRADE_OFF_PASSES if p not in default.result.changed_passes]
+        if off:
+            notes.append(f"post-fusion passes that changed nothing in '{default.label}', so "
+                         f"not explored off: {', '.join(off)}")
     if mixed:
         more, _ = fanout.run_requests(mixed, jobs=jobs, use_ray=use_ray,
                                       ray_address=ray_address, progress=progress)
@@ -209,7 +220,7 @@ def _rebuild(src: Source, v: Variant, gpu: Gpu, a: Assumptions, rebuilt: dict):
     if v.label in rebuilt:
         return rebuilt[v.label]
     req = Request(src, v.label, v.result.split_storage, v.result.choices,
-                  megakernel=v.result.megakernel)
+                  megakernel=v.result.megakernel, without=v.result.without)
     again, res = variants.build(req, measure=False)
     remeasured = ""
     if again.ir_sha != v.result.ir_sha:

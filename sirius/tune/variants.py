@@ -46,6 +46,10 @@ from sirius.tune.model import LaunchCounts
 
 CHOICES = ("auto", "vertical", "horizontal", "unfused")  # ties go to the first
 MEGAKERNELS = ("grid", "counters")
+# post-fusion passes that trade registers for work (BENCHMARKS.md, "Post-fusion: the whole
+# corpus": host-constants and alias-facts let LLVM keep more values live, loop-fuse keeps the
+# merged loops' values live together): each is an on/off axis where it changed the program
+TRADE_OFF_PASSES = ("host-constants", "alias-facts", "loop-fuse")
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class Request:
     choices: tuple[str, ...] | str = "auto"
     original: bool = False
     megakernel: str | None = None  # grid | counters: a whole-program megakernel variant
+    without: tuple[str, ...] = ()  # post-fusion passes left out of the default list
 
     def choice(self, region: int) -> str:
         return self.choices if isinstance(self.choices, str) else self.choices[region]
@@ -94,6 +99,8 @@ class VariantResult:
     seconds: float = 0.0
     error: str = ""
     megakernel: str | None = None  # grid | counters: a megakernel variant
+    without: tuple[str, ...] = ()  # post-fusion passes left out (Request.without)
+    changed_passes: tuple[str, ...] = ()  # the trade-off passes that changed its module
 
     @property
     def ok(self) -> bool:
@@ -222,7 +229,7 @@ def build(req: Request, measure: bool = True):
                              ir_sha=_sha(o.program.device_ir),
                              seconds=time.perf_counter() - t0), None
     plan = mixed_plan(req)
-    res = generate(plan, [Path(f) for f in src.files])
+    res = generate(plan, [Path(f) for f in src.files], passes=passes_without(req.without))
     counts = C.measure(res.host, res.device_ir, src.files, o.kernels, res.resources,
                        seed=src.seed, dtypes=s.dtypes) if measure else []
     fused = tuple({"name": r.name, "arrangement": r.arrangement, "region": r.region,
@@ -237,8 +244,35 @@ def build(req: Request, measure: bool = True):
                        len(plan.regions),
                        tuple(tuple(n.sid for n in r.nodes) for r in plan.regions),
                        res.launches_before, res.launches_after, fused, tuple(res.undone),
-                       _sha(res.device_ir), time.perf_counter() - t0, megakernel=req.megakernel)
+                       _sha(res.device_ir), time.perf_counter() - t0, megakernel=req.megakernel,
+                       without=req.without, changed_passes=changed_trade_offs(res.postopt))
     return vr, res
+
+
+def passes_without(names: tuple[str, ...]):
+    """The default post-fusion list less the passes `names` (None: the default list)."""
+    from sirius.postopt import DEFAULT_PASSES
+
+    if not names:
+        return None
+    return tuple(p for p in DEFAULT_PASSES if p.name not in names)
+
+
+def changed_trade_offs(steps) -> tuple[str, ...]:
+    """The trade-off passes (TRADE_OFF_PASSES) that changed the module, in pipeline order."""
+    out: list[str] = []
+    for st in steps:
+        name = st.pass_text.split("{", 1)[0]
+        if st.changed and name in TRADE_OFF_PASSES and name not in out:
+            out.append(name)
+    return tuple(out)
+
+
+def pass_requests(default: Request, changed: tuple[str, ...]) -> list[Request]:
+    """One more whole-program variant per trade-off pass that changed the default variant's
+    module: the default plan without that pass (a pass that changed nothing is not a choice)."""
+    return [replace(default, label=f"{default.label} without {name}", without=(name,))
+            for name in changed]
 
 
 def build_variant(req: Request) -> VariantResult:
@@ -251,7 +285,7 @@ def build_variant(req: Request) -> VariantResult:
         msg = f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
     choices = req.choices if isinstance(req.choices, str) else tuple(req.choices)
     return VariantResult(req.label, req.split_storage, choices, req.original, error=msg,
-                         megakernel=req.megakernel)
+                         megakernel=req.megakernel, without=req.without)
 
 
 def whole_program_requests(src: Source, splits: list[bool]) -> list[Request]:

@@ -40,6 +40,14 @@ def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys, monkeypatch
     assert doc["gpu"]["name"] == "H100 SXM" and doc["arch"] == "sm_90"
     labels = [v["label"] for v in doc["variants"]]
     assert labels[:4] == ["auto", "vertical", "horizontal", "unfused"]
+    # the trade-off passes that changed the default variant, each off in a variant of its own
+    by = {v["label"]: v for v in doc["variants"]}
+    assert by["auto"]["trade_off_passes_changed"] == ["host-constants", "alias-facts"]
+    for name in ("host-constants", "alias-facts"):
+        off = by[f"auto without {name}"]
+        assert off["passes_off"] == [name] and name not in off["trade_off_passes_changed"]
+        assert off["ir_sha"] != by["auto"]["ir_sha"] and off["estimate"] is not None
+    assert "auto without loop-fuse" not in by  # it changed nothing here
     chosen = next(v for v in doc["variants"] if v["label"] == doc["chosen"])
     assert chosen["verified"] is True
     assert chosen["launches"] == {"before": 4, "after": 1, "run": 1}
