@@ -24,7 +24,8 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(arch=args.arch, arrangement=args.arrangement,
                    split_storage=not args.no_split_storage, wavefront=not args.no_wavefront,
                    cross_syncs=not args.keep_syncs, unroll=args.unroll,
-                   prune=not args.keep_launches, megakernel=args.megakernel)
+                   prune=not args.keep_launches, megakernel=args.megakernel,
+                   smem=args.smem)
 
 
 def post_passes(args: argparse.Namespace):
@@ -270,6 +271,11 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
                          "block-stride loop, the grid one block per SM; counters: the same "
                          "kernel, but a block waits only for the blocks of the earlier launches "
                          "its launch depends on, on per-block flags (default: off)")
+    sp.add_argument("--smem", choices=["concat", "overlay"], default="concat",
+                    help="shared memory of a vertical kernel's members: concat gives each "
+                         "its own (default); overlay lays them over each other, with a block "
+                         "barrier before each member that uses it after another did (less "
+                         "shared memory per block, one more barrier)")
     sp.add_argument("--keep-syncs", action="store_true",
                     help="every host sync between launches ends a run (default: syncs the "
                          "host observes nothing after are crossed)")

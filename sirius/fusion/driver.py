@@ -416,7 +416,11 @@ def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo]
             if len(c.nodes) > 1 and (ri, gi, ci) not in state.disabled_clusters:
                 ms = param_maps([(m, n.launch, _types(n.launch, infos, {}))
                                  for m, n in zip(c.members, c.nodes, strict=True)])
-                spec = FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block)
+                share = None
+                if res.options.smem == "overlay":
+                    ms, share = overlay_shared(ms, c.nodes)
+                spec = FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block,
+                                       share_smem=share)
                 c.name = _dedup(spec, seen, specs)
     fm, bad = _build_specs(specs, res.original.program.device_ir)
     for s, why in bad:
@@ -439,6 +443,24 @@ def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo]
             else:
                 launches[key] = [n.launch for n in c.nodes]
     return fm, launches, fused, records
+
+
+def overlay_shared(members: list[Member], nodes: list) -> tuple[list[Member], bool | None]:
+    """`--smem overlay` for one vertical kernel: where two or more of its members use shared
+    memory, they overlay it (the fused block needs the largest member's, not the sum), and a
+    block barrier goes before each such member that follows another with no barrier between
+    (the one before may still read what this one overwrites). A barrier between members at
+    the top of the fused kernel only adds order, so the kernel stays correct; what it costs
+    (one more barrier per block) against what it saves (shared memory, hence occupancy) is the
+    tuner's question. Returns the members and `share_smem` (None: nothing to overlay)."""
+    users = [i for i, n in enumerate(nodes) if n.smem or n.static_smem]
+    if len(users) < 2:
+        return members, None
+    out = list(members)
+    for prev, cur in zip(users, users[1:], strict=False):
+        if not any(out[k].barrier_before for k in range(prev + 1, cur + 1)):
+            out[cur] = replace(out[cur], barrier_before=True)
+    return out, True
 
 
 def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],

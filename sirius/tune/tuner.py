@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sirius.diagnostics import SiriusError
 from sirius.tune import fanout, variants
@@ -89,8 +89,7 @@ class TuneResult:
     def default(self) -> Variant | None:
         """The variant `sirius fuse` builds with its defaults (auto, storage split)."""
         return next((v for v in self.variants if v.result.choices == "auto"
-                     and v.result.split_storage and v.result.megakernel is None
-                     and not v.result.without), None)
+                     and v.result.split_storage and v.result.plain), None)
 
 
 def estimate_variant(r: VariantResult, gpu: Gpu, a: Assumptions) -> Variant:
@@ -140,7 +139,7 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
     mixed: list[Request] = []
     for split in splits:
         opts = [v for v in whole if v.result.split_storage == split and v.estimate is not None
-                and v.result.megakernel is None and not v.result.without]
+                and v.result.plain]
         if not opts:
             continue
         best = []
@@ -158,10 +157,13 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
                          f"'{best[0]}' (the per-region variant is that whole-program variant)")
     # the trade-off passes on/off: the default variant without each one that changed it
     default = next((v for v in whole if v.result.ok and v.result.choices == "auto"
-                    and v.result.split_storage and v.result.megakernel is None), None)
+                    and v.result.split_storage and v.result.plain), None)
     if default is not None:
         base = next(q for q in reqs if q.label == default.label)
         mixed += variants.pass_requests(base, default.result.changed_passes)
+        if variants.overlays_shared(variants.plan_for(src, True, "auto")):
+            mixed.append(replace(base, label=f"{base.label}, shared memory overlaid",
+                                 smem="overlay"))
         off = [p for p in variants.TRADE_OFF_PASSES if p not in default.result.changed_passes]
         if off:
             notes.append(f"post-fusion passes that changed nothing in '{default.label}', so "
@@ -220,7 +222,8 @@ def _rebuild(src: Source, v: Variant, gpu: Gpu, a: Assumptions, rebuilt: dict):
     if v.label in rebuilt:
         return rebuilt[v.label]
     req = Request(src, v.label, v.result.split_storage, v.result.choices,
-                  megakernel=v.result.megakernel, without=v.result.without)
+                  megakernel=v.result.megakernel, without=v.result.without,
+                  smem=v.result.smem)
     again, res = variants.build(req, measure=False)
     remeasured = ""
     if again.ir_sha != v.result.ir_sha:

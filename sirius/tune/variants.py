@@ -22,11 +22,21 @@ The space is explored per region, never as a cross product over the program:
 
 So a program with R regions costs 4 or 5 builds per storage setting, whatever R is. The
 arrangements of one region are the planner's (the mixed vertical-in-horizontal arrangement is
-what `auto` plans); shared-memory overlay vs concatenation and post-fusion passes on/off are not
-explored yet. The two megakernel variants (`--megakernel grid` and `counters`, over the `auto`
+what `auto` plans). The two megakernel variants (`--megakernel grid` and `counters`, over the `auto`
 plan) are two more whole-program variants, estimated per segment (model.py); they are not
 mixed per region. Built over the tuner's shared plan, they do not unroll host loops into the
 megakernel as `sirius fuse --megakernel` does (each loop body is one megakernel).
+
+Two more axes give whole-program variants over the default plan, built with the mixed
+variants, not mixed per region:
+
+4. *Post-fusion passes on/off*: every trade-off pass (TRADE_OFF_PASSES: passes that can raise
+   register pressure) that changed the default variant's module gives the default plan built
+   without it (a pass that changed nothing gives none). The passes run once over the whole
+   fused module.
+5. *Shared memory overlaid*: where the default plan has a vertical kernel of two or more
+   launches that use shared memory, their shared memory laid over each other
+   (`Options.smem = "overlay"`: a block barrier between them, less shared memory per block).
 
 `build_variant(request)` is what runs in a worker (a local process, a Ray task, or this
 process): it compiles and analyses the program once per process (cached), plans, builds and
@@ -77,6 +87,7 @@ class Request:
     original: bool = False
     megakernel: str | None = None  # grid | counters: a whole-program megakernel variant
     without: tuple[str, ...] = ()  # post-fusion passes left out of the default list
+    smem: str = "concat"  # vertical kernels' shared memory: concat | overlay (Options.smem)
 
     def choice(self, region: int) -> str:
         return self.choices if isinstance(self.choices, str) else self.choices[region]
@@ -101,10 +112,17 @@ class VariantResult:
     megakernel: str | None = None  # grid | counters: a megakernel variant
     without: tuple[str, ...] = ()  # post-fusion passes left out (Request.without)
     changed_passes: tuple[str, ...] = ()  # the trade-off passes that changed its module
+    smem: str = "concat"  # Request.smem
 
     @property
     def ok(self) -> bool:
         return not self.error
+
+    @property
+    def plain(self) -> bool:
+        """A variant of the per-region axes only (arrangement, storage): no megakernel, the
+        default passes and shared-memory layout. Only plain variants are mixed per region."""
+        return self.megakernel is None and not self.without and self.smem == "concat"
 
     def choices_list(self) -> list[str]:
         if isinstance(self.choices, str):
@@ -200,7 +218,8 @@ def mixed_plan(req: Request):
         regions.append(_fresh(plan_for(req.source, req.split_storage, arr).regions[r],
                               unfused=c == "unfused"))
     label = req.choices if isinstance(req.choices, str) else "per-region"
-    opts = Options(req.source.arch, label, req.split_storage, megakernel=req.megakernel)
+    opts = Options(req.source.arch, label, req.split_storage, megakernel=req.megakernel,
+                   smem=req.smem)
     return Plan(base.analysed, opts, base.host, base.uar, regions, base.storage,
                 base.wavefront, dict(base.seconds), base.syncs, base.pruned)
 
@@ -245,7 +264,8 @@ def build(req: Request, measure: bool = True):
                        tuple(tuple(n.sid for n in r.nodes) for r in plan.regions),
                        res.launches_before, res.launches_after, fused, tuple(res.undone),
                        _sha(res.device_ir), time.perf_counter() - t0, megakernel=req.megakernel,
-                       without=req.without, changed_passes=changed_trade_offs(res.postopt))
+                       without=req.without, changed_passes=changed_trade_offs(res.postopt),
+                       smem=req.smem)
     return vr, res
 
 
@@ -268,6 +288,13 @@ def changed_trade_offs(steps) -> tuple[str, ...]:
     return tuple(out)
 
 
+def overlays_shared(plan) -> bool:
+    """Whether `--smem overlay` changes `plan`: a vertical cluster with two or more launches
+    that use shared memory (driver.overlay_shared)."""
+    return any(len(c.nodes) > 1 and sum(bool(n.smem or n.static_smem) for n in c.nodes) > 1
+               for r in plan.regions for g in r.groups for c in g.clusters)
+
+
 def pass_requests(default: Request, changed: tuple[str, ...]) -> list[Request]:
     """One more whole-program variant per trade-off pass that changed the default variant's
     module: the default plan without that pass (a pass that changed nothing is not a choice)."""
@@ -285,7 +312,7 @@ def build_variant(req: Request) -> VariantResult:
         msg = f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=4)}"
     choices = req.choices if isinstance(req.choices, str) else tuple(req.choices)
     return VariantResult(req.label, req.split_storage, choices, req.original, error=msg,
-                         megakernel=req.megakernel, without=req.without)
+                         megakernel=req.megakernel, without=req.without, smem=req.smem)
 
 
 def whole_program_requests(src: Source, splits: list[bool]) -> list[Request]:

@@ -61,6 +61,9 @@ class Options:
     megakernel: str | None = None  # "grid": each region's launches become one cooperative
     # kernel with grid-wide barriers (driver._megakernel_round); "counters": the same kernel,
     # per-block dependence waits instead of the barriers (fusion/waits.py); None: off
+    smem: str = "concat"  # vertical kernels: "concat" gives every member its own shared
+    # memory; "overlay" lays them over each other, a block barrier before each member that
+    # uses shared memory after another did (driver.overlay_shared)
 
 
 @dataclass(frozen=True, slots=True)
