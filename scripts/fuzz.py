@@ -140,7 +140,7 @@ def one(seed: int, keep: str | None, order: str,
 
 
 def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None,
-              features: str = "default", megakernel: str | None = None):
+              features: str = "default", megakernel: str | None = None, smem: str = "concat"):
     """The FuseOutcome of program `seed` (its file moved to `keep` when it failed or
     `keep_all`)."""
     from tests.randprog.fuse_check import FuseOutcome, crash_text, fuse_and_verify
@@ -149,7 +149,7 @@ def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None,
     with tempfile.TemporaryDirectory() as tmp:
         try:
             out = fuse_and_verify(seed, arrangement, tmp, raise_on_failure=False,
-                                  features=feats, megakernel=megakernel)
+                                  features=feats, megakernel=megakernel, smem=smem)
         except Exception as e:  # noqa: BLE001 (generate or write crashed: still a finding)
             flag = f" --features {feats.spec()}" if feats.spec() else ""
             out = FuseOutcome(seed, arrangement or "?", Path(tmp) / f"randprog_{seed}.cu",
@@ -186,8 +186,8 @@ def main_fused(args: argparse.Namespace) -> int:
     worst = (0.0, -1)
     changed: Counter[str] = Counter()  # post-fusion pass -> programs it changed
     t0 = time.perf_counter()
-    tasks = [(s, keep, bool(args.keep), args.arrangement, args.features, args.megakernel)
-             for s in seeds]
+    tasks = [(s, keep, bool(args.keep), args.arrangement, args.features, args.megakernel,
+              args.smem) for s in seeds]
     for k, (i, out) in enumerate(outcomes(one_fused, tasks, args.jobs), 1):
         if out is DIED:
             out = died_fused(seeds[i], keep, args)
@@ -244,6 +244,8 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("--arrangement", choices=("auto", "vertical", "horizontal"),
                     help="with --fuse: one arrangement for every program (default: by seed "
                     "%% 3)")
+    ap.add_argument("--smem", choices=("concat", "overlay"), default="concat",
+                    help="with --fuse: vertical kernels' shared memory (`sirius fuse --smem`)")
     ap.add_argument("--megakernel", choices=("grid", "counters"),
                     help="with --fuse: every run of launches left after fusion becomes a "
                          "megakernel of this variant (`sirius fuse --megakernel`)")

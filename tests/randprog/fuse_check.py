@@ -50,9 +50,11 @@ def orders_for(seed: int) -> tuple[str, ...]:
 
 
 def reproduce_command(seed: int | None, arrangement: str, path: Path, input_seed: int,
-                      features: Features = DEFAULT, megakernel: str | None = None) -> str:
+                      features: Features = DEFAULT, megakernel: str | None = None,
+                      smem: str = "concat") -> str:
     """The one command that re-runs this check."""
     mk = f" --megakernel {megakernel}" if megakernel else ""
+    mk += f" --smem {smem}" if smem != "concat" else ""
     if seed is None:
         return (f".venv/bin/sirius verify {path} --arrangement {arrangement} "
                 f"--seed {input_seed} --order forward --order reverse "
@@ -168,11 +170,12 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
                     workdir: Path | str = ".", *, input_seed: int | None = None,
                     arch: str = "sm_80", raise_on_failure: bool = True,
                     features: Features = DEFAULT,
-                    megakernel: str | None = None) -> FuseOutcome:
+                    megakernel: str | None = None, smem: str = "concat") -> FuseOutcome:
     """Write, fuse and check one program (see the module docstring). `arrangement` None picks
     `arrangement_for(seed)` (auto for a drawn program); `input_seed` (default: the generator
     seed, or 1) seeds the executor's inputs and the random order; `features` are the
-    generator's (for a seed); `megakernel`: `Options.megakernel` (grid or counters)."""
+    generator's (for a seed); `megakernel`: `Options.megakernel` (grid or counters); `smem`:
+    `Options.smem` (concat or overlay)."""
     from sirius.fusion.plan.planner import Options
     from sirius.pipeline import fuse
     from sirius.verify.differential import verify_fused
@@ -189,10 +192,11 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     directory.mkdir(parents=True, exist_ok=True)
     path = prog.write(directory, None if seed is not None else "randprog_drawn.cu")
     out = FuseOutcome(seed, arrangement, path)
-    out.reproduce = reproduce_command(seed, arrangement, path, input_seed, features, megakernel)
+    out.reproduce = reproduce_command(seed, arrangement, path, input_seed, features, megakernel,
+                                      smem)
     try:
-        res = fuse([path], Options(arch=arch, arrangement=arrangement, megakernel=megakernel),
-                   use_cache=True)
+        res = fuse([path], Options(arch=arch, arrangement=arrangement, megakernel=megakernel,
+                                   smem=smem), use_cache=True)
         out.megakernels = len(res.megakernels)
         out.launches_before, out.launches_after = res.launches_before, res.launches_after
         out.fused_kernels = len(res.fused)
