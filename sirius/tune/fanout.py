@@ -13,7 +13,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from sirius.tune.variants import Request, VariantResult, build_variant
 
@@ -46,21 +47,56 @@ def run_requests(requests: Sequence[Request], *, jobs: int = 1, use_ray: bool = 
         return _ray(reqs, ray_address, progress), "ray"
     if jobs > 1 and len(reqs) > 1:
         n = min(jobs, len(reqs))
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-            out = []
-            for r in pool.map(build_variant, reqs):
-                progress(f"built {r.label}" + (f" (failed: {r.error.splitlines()[0]})"
-                                               if r.error else f" in {r.seconds:.1f} s"))
-                out.append(r)
-        return out, f"process pool ({n} workers)"
+        return _pool(reqs, n, progress), f"process pool ({n} workers)"
     out = []
     for q in reqs:
         r = build_variant(q)
-        progress(f"built {r.label}" + (f" (failed: {r.error.splitlines()[0]})" if r.error
-                                       else f" in {r.seconds:.1f} s"))
+        _built(r, progress)
         out.append(r)
     return out, "in process"
+
+
+def _built(r: VariantResult, progress: Progress, how: str = "") -> None:
+    progress(f"built {r.label}{how}" + (f" (failed: {r.error.splitlines()[0]})" if r.error
+                                        else f" in {r.seconds:.1f} s"))
+
+
+DIED = ("its worker process died while building it (killed by the system: out of memory? "
+        "`dmesg` says; try fewer --jobs)")
+
+
+def _pool(reqs: list[Request], n: int, progress: Progress,
+          build: Callable[[Request], VariantResult] = build_variant) -> list[VariantResult]:
+    """`reqs` on a pool of `n` spawned workers, in request order. A worker that dies (the
+    kernel's OOM killer, a crash in native code) breaks the whole pool and every build still
+    running in it; those are then built again one at a time, each in a pool of its own, so
+    that only the build that kills its worker again fails (with DIED), not the tune."""
+    ctx = multiprocessing.get_context("spawn")
+    out: dict[int, VariantResult] = {}
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+        futures = {pool.submit(build, q): i for i, q in enumerate(reqs)}
+        try:
+            for f in as_completed(futures):
+                out[futures[f]] = r = f.result()
+                _built(r, progress)
+        except BrokenProcessPool:
+            pass
+    again = [i for i in range(len(reqs)) if i not in out]
+    if again:
+        progress(f"a worker process died; building {len(again)} variant(s) again, one at a "
+                 "time")
+    for i in again:
+        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as one:
+            try:
+                out[i] = one.submit(build, reqs[i]).result()
+            except BrokenProcessPool:
+                q = reqs[i]
+                choices = q.choices if isinstance(q.choices, str) else tuple(q.choices)
+                out[i] = VariantResult(q.label, q.split_storage, choices, q.original,
+                                       error=DIED, megakernel=q.megakernel, without=q.without,
+                                       smem=q.smem)
+        _built(out[i], progress, " (alone)")
+    return [out[i] for i in range(len(reqs))]
 
 
 def _ray(reqs: list[Request], address: str | None, progress: Progress) -> list[VariantResult]:
