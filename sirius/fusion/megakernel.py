@@ -25,28 +25,65 @@ def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | st
     parts of one group are independent): a new segment starts at another group or at a
     part already in the segment. Returns the spec and the launch of each member."""
     ms, cuts, seen_tags, group, covers, placed = [], [], set(), None, [], []
-    threads = max(prod(fused[x.mangled].block) if x.mangled in fused else
-                  by_launch[id(x)].threads for _, _, x in seq)
+
+    def nodes_of(gi: int, tag: int | str, k: FusedKernel) -> list:
+        g = region.groups[gi]
+        return g.clusters[tag].nodes if isinstance(tag, int) else \
+            [by_launch.get(id(x)) for x in member_launches.get(k.name, [])]
+
+    vertical = {c.name: c.nodes for g in region.groups for c in g.clusters
+                if len(c.nodes) > 1}  # a vertical kernel's launches
+
+    def independent(launch: Launch) -> bool:
+        """Its threads are independent: it may fill blocks of any size (the global map). A
+        fused kernel's are when every launch it runs is so (fused ones in turn) and it has no
+        shared memory and no block barrier of its own. (The code generator refuses the global
+        map for a function with barriers, shared memory or warp operations whatever this
+        says.)"""
+        n = by_launch.get(id(launch))
+        if n is not None:
+            return n.thread_independent
+        k = fused.get(launch.mangled)
+        if k is None or k.smem or k.static_smem or any(x.barrier_before
+                                                       for x in k.spec.members):
+            return False
+        if k.name in vertical:
+            return all(n.thread_independent for n in vertical[k.name])
+        inner = member_launches.get(k.name, [])
+        return len(inner) == len(k.spec.members) and all(independent(x) for x in inner)
+
+
+    def size(launch: Launch) -> int:
+        k = fused.get(launch.mangled)
+        return prod(k.block) if k is not None else by_launch[id(launch)].threads
+
+    # the block: the largest of the launches that need their blocks intact (barriers, shared
+    # memory, warp operations); launches whose threads are independent fill it in order
+    fixed = [size(x) for _, _, x in seq if not independent(x)]
+    threads = max(fixed) if fixed else max(size(x) for _, _, x in seq)
     for i, (gi, tag, launch) in enumerate(seq):
         k = fused.get(launch.mangled)
         g = region.groups[gi]
         if k is not None:
-            m = Member(k.name, k.grid, k.block, k.smem)
-            nodes = g.clusters[tag].nodes if isinstance(tag, int) else \
-                [by_launch.get(id(x)) for x in member_launches.get(k.name, [])]
+            nodes = nodes_of(gi, tag, k)
+            m = Member(k.name, k.grid, k.block, k.smem,
+                       mapping=GLOBAL if prod(k.block) != threads and independent(launch)
+                       else BLOCK)
             covers.append(frozenset(n.sid for n in (g.clusters[tag].nodes
                                                     if isinstance(tag, int) else g.nodes)))
-            placed.append(_placed_fused(k, nodes))
+            placed.append(_placed_fused(k, nodes, None if m.mapping.kind == "block"
+                                        else (prod(k.block), threads)))
         else:
             n = by_launch[id(launch)]
             # a launch whose threads are independent fills the fused blocks (its threads in
             # order, several of its blocks per fused block), not one of its blocks per fused
             # block with the other threads idle
             m = Member(n.launch.mangled, n.grid, n.block, n.smem,
-                       mapping=GLOBAL if n.thread_independent and n.threads < threads
+                       mapping=GLOBAL if n.thread_independent and n.threads != threads
                        else BLOCK)
             covers.append(frozenset([n.sid]))
-            placed.append(((n.sid, 0, m.grid),) if m.mapping.kind == "block" else None)
+            placed.append(((n.sid, 0, m.grid, None if m.mapping.kind == "block"
+                            else (n.block, n.threads, threads)),))
         if i and (gi != group or tag in seen_tags):
             cuts.append(i)
             seen_tags = set()
@@ -60,25 +97,31 @@ def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | st
         bounds = [0, *cuts, len(ms)]
         waits = counter_waits([range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)],
                               covers, needs, grid, uar, placed)
-    spec = FusedKernelSpec(name, "grid", tuple(param_maps(ms)), grid=(grid, 1, 1),
+    spec = FusedKernelSpec(name, "grid", tuple(param_maps(ms)), block=(threads, 1, 1),
+                           grid=(grid, 1, 1),
                            grid_sync_before=tuple(cuts), waits=waits)
     return spec, [launch for _, launch, _ in ms]
 
 
-def _placed_fused(k: FusedKernel, nodes) -> tuple | None:
+def _placed_fused(k: FusedKernel, nodes, spread: tuple[int, int] | None) -> tuple | None:
     """Where the statements a fused member runs sit among its virtual blocks (fusion/waits.py,
     `Placed`), when known: a vertical kernel whose members all run the fused grid's blocks as
     their own, or a horizontal kernel of original launches, each in its block range
     (`nodes`: the cluster's nodes, or the horizontal kernel's member launches' nodes, None
-    where a member is not an original launch)."""
+    where a member is not an original launch). `spread`: (the fused kernel's threads, the
+    megakernel's) when the fused kernel runs with the global map."""
     if not nodes or len(nodes) != len(k.spec.members) or None in nodes or any(
             x.mapping.kind != "block" or x.repeat != 1 for x in k.spec.members):
         return None
+
+    def how(n):
+        return None if spread is None else (n.block, *spread)
+
     if k.arrangement == "vertical" and all(
             tuple(x.grid) == tuple(k.grid) and p.first_block == 0
             for x, p in zip(k.spec.members, k.placements, strict=True)):
-        return tuple((n.sid, 0, k.grid) for n in nodes)
+        return tuple((n.sid, 0, k.grid, how(n)) for n in nodes)
     if k.arrangement == "horizontal":
-        return tuple((n.sid, p.first_block, x.grid)
+        return tuple((n.sid, p.first_block, x.grid, how(n))
                      for n, x, p in zip(nodes, k.spec.members, k.placements, strict=True))
     return None

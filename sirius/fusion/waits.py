@@ -7,8 +7,10 @@ member depends on a member of an earlier segment when the UAR has a dependence (
 and width) between launches they cover. Then:
 
 - when the launches they cover sit in their virtual blocks at known places (a launch of the
-  original program with the `block` map: its own linear block ids; a vertical fused kernel
-  whose members all have its grid: each member's block ids), the blocks wait as the isl
+  original program: its own linear block ids with the `block` map, its global thread id over
+  the megakernel's block size with the `global` map; a vertical fused kernel whose members all
+  have its grid, or a horizontal one of original launches: each member's block ids, spread
+  the same way when the fused kernel runs with the global map), the blocks wait as the isl
   relation between the effects of each dependent pair of launches says:
   for each physical block b of the consumer, the producer's physical blocks holding an
   instance that writes what an instance on b reads or writes, or reads what it writes, in
@@ -36,8 +38,13 @@ Interval = tuple[int, int]
 
 
 # a statement a member runs, with the member's virtual block of its block (bx, by, bz):
-# offset + bx + gx * (by + gy * bz) for its grid (gx, gy, gz)
-Placed = tuple[str, int, Dim3]
+# offset + bx + gx * (by + gy * bz) for its grid (gx, gy, gz); when the member runs with the
+# global map, `spread` = (its block dims d, the threads t of the member's blocks, the
+# megakernel's threads T): its thread (tx, ty, tz) is the thread tx + dx * (ty + dy * tz) of
+# member block offset + bx + ..., so the virtual block is floor((that block * t + that
+# thread) / T)
+Spread = tuple[Dim3, int, int]
+Placed = tuple[str, int, Dim3, Spread | None]
 
 
 def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
@@ -113,8 +120,8 @@ def _member_waits(uar: UAR, pairs: set[tuple[str, str]], prod: tuple[Placed, ...
     (their intervals joined), or None when a placement is unknown or isl cannot say."""
     if prod is None or cons is None:
         return None
-    where_p = {sid: (off, g) for sid, off, g in prod}
-    where_c = {sid: (off, g) for sid, off, g in cons}
+    where_p = {sid: (off, g, sp) for sid, off, g, sp in prod}
+    where_c = {sid: (off, g, sp) for sid, off, g, sp in cons}
     out: list[Interval | None] = [None] * span
     for u, v in sorted(pairs):
         if u not in where_p or v not in where_c:
@@ -127,15 +134,27 @@ def _member_waits(uar: UAR, pairs: set[tuple[str, str]], prod: tuple[Placed, ...
     return out
 
 
-def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3],
-                 cplace: tuple[int, Dim3], grid: int,
+def _virtual_block(off: int, g: Dim3, spread: Spread | None, primed: str) -> str:
+    """The isl expression of a statement instance's virtual block (Placed), over its ids
+    (primed with `primed`)."""
+    bx, by, bz, tx, ty, tz = (f"{d}{primed}" for d in THREAD_DIMS)
+    block = f"{off} + {bx} + {g[0]} * {by} + {g[0] * g[1]} * {bz}"
+    if spread is None:
+        return block
+    d, t, big = spread
+    return f"floor((({block}) * {t} + {tx} + {d[0]} * {ty} + {d[0] * d[1]} * {tz}) / {big})"
+
+
+def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3, Spread | None],
+                 cplace: tuple[int, Dim3, Spread | None], grid: int,
                  span: int) -> list[Interval | None] | None:
     """For each physical block 0..span-1 of the consumer statement: the interval of the
     producer's physical blocks it must wait for (None: none), or None when isl cannot say."""
     sp, sc = uar.statement(prod), uar.statement(cons)
     if sp.vars != sc.vars:
         return None
-    (poff, pgrid), (coff, cgrid) = pplace, cplace
+    threads = pplace[2] is not None or cplace[2] is not None  # the thread ids matter too
+    dims = THREAD_DIMS if threads else THREAD_DIMS[:3]
 
     def pairs():
         out = None
@@ -149,15 +168,12 @@ def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3],
                     same = " and ".join(f"{v}' = {v}" for v in sp.vars)
                     names = islutil.set_names(s)
                     s = s.intersect(type(s)(f"{{ [{', '.join(names)}] : {same} }}"))
-                s = islutil.project_onto(s, [*THREAD_DIMS[:3], *(f"{d}'" for d in
-                                                                THREAD_DIMS[:3])])
+                s = islutil.project_onto(s, [*dims, *(f"{d}'" for d in dims)])
                 out = s if out is None else out.union(s)
         if out is None:
             return [None] * span
         out = out.coalesce()
-        bx, by, bz = THREAD_DIMS[:3]
-        key = f"{coff} + {bx}' + {cgrid[0]} * {by}' + {cgrid[0] * cgrid[1]} * {bz}'"
-        value = f"{poff} + {bx} + {pgrid[0]} * {by} + {pgrid[0] * pgrid[1]} * {bz}"
-        return islutil.intervals_mod(out, key, value, grid, span)
+        return islutil.intervals_mod(out, _virtual_block(*cplace, "'"),
+                                     _virtual_block(*pplace, ""), grid, span)
 
     return islutil.bounded(10 * BUDGET, pairs, None)
