@@ -540,40 +540,91 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                for tag, launch in parts[(ri, gi)]]
         if len(seq) < 2 or ri in state.disabled_megakernels:
             continue
-        spec, members = megakernel_spec(
-            f"sirius_g{len(specs)}", region, seq, fused, by_launch, state.member_launches, sms,
-            res.options.megakernel, res.uar, lambda x: _types(x, infos, fused))
-        specs.append(spec)
-        chosen[ri] = (members, spec.name)
+        chunks = []
+        for chunk in _megakernel_chunks(region, seq, fused):
+            if len(chunk) < 2:
+                chunks.append(([x for _, _, x in chunk], None))
+                continue
+            spec, members = megakernel_spec(
+                f"sirius_g{len(specs)}", region, chunk, fused, by_launch,
+                state.member_launches, sms, res.options.megakernel, res.uar,
+                lambda x: _types(x, infos, fused))
+            specs.append(spec)
+            chunks.append((members, spec.name))
+        chosen[ri] = chunks
     fm, bad = _build_specs(specs, ir)
     for s, why in bad:
         res.undone.append(f"{s.name}: {why}")
-        state.disabled_megakernels.update(ri for ri, (_, n) in chosen.items() if n == s.name)
+        state.disabled_megakernels.update(ri for ri, cs in chosen.items()
+                                          if any(n == s.name for _, n in cs))
     launches = {key: [x for _, x in ps] for key, ps in parts.items()}
     records: list[FusedLaunchRecord] = []
     if fm is None:
         return None, launches, records
-    for ri, (phase_launches, name) in chosen.items():
+    for ri, chunks in chosen.items():
         if ri in state.disabled_megakernels:
             continue
-        k = fm.kernel(name)
         region = res.regions[ri]
         for gi in range(len(region.groups)):
             launches[(ri, gi)] = []
-        launches[(ri, 0)] = [k.launch(phase_launches)]
-        segs = k.spec.segments()
-        reasons = [f"segment {j}: {', '.join(phase_launches[i].kernel for i in seg)}"
-                   for j, seg in enumerate(segs)]
-        grid_why = f"one per SM of the smallest {res.options.arch} GPU, co-resident" \
-            if k.grid[0] == sms else "as many as its largest member needs"
-        sync = f"{len(segs) - 1} grid barrier(s)" if k.spec.waits is None else \
-            f"{len(k.spec.waits)} dependence wait(s) instead of grid barriers"
-        reasons.append(f"{sync}; grid {k.grid[0]} blocks ({grid_why}"
-                       "), each member over its own blocks in a block-stride loop")
-        rec = FusedLaunchRecord(name, "grid", 0, ri, list(region.nodes), reasons, k)
-        rec.owner = ri
-        records.append(rec)
+        for phase_launches, name in chunks:
+            if name is None:
+                launches[(ri, 0)] += phase_launches
+                continue
+            k = fm.kernel(name)
+            launches[(ri, 0)].append(k.launch(phase_launches))
+            records.append(_megakernel_record(res, ri, k, phase_launches, sms, len(chunks)))
     return fm, launches, records
+
+
+# The most launches of the original program one megakernel runs: its segments inline every
+# member's code into one kernel, and LLVM's optimization of a kernel of thousands of inlined
+# launches (paper lstm_large: 4090 launches, 219 members after fusion) ran out of 24 GB of
+# memory. A region that covers more becomes several megakernels, one after another (the
+# kernel boundary between them orders what a grid barrier or a wait would have).
+MEGAKERNEL_LAUNCHES = 512
+
+
+def _megakernel_chunks(region: Region, seq: list, fused: dict[str, FusedKernel]) -> list[list]:
+    """`seq` cut into consecutive runs that cover at most MEGAKERNEL_LAUNCHES launches."""
+    def covers(gi: int, tag, launch: Launch) -> int:
+        if launch.mangled not in fused:
+            return 1
+        g = region.groups[gi]
+        return len(g.clusters[tag].nodes) if isinstance(tag, int) else len(g.nodes)
+
+    out: list[list] = [[]]
+    n = 0
+    for item in seq:
+        c = covers(*item)
+        if out[-1] and n + c > MEGAKERNEL_LAUNCHES:
+            out.append([])
+            n = 0
+        out[-1].append(item)
+        n += c
+    return out
+
+
+def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches: list,
+                       sms: int, chunks: int) -> FusedLaunchRecord:
+    """The record of megakernel `k`, one of `chunks` of region `ri`."""
+    region = res.regions[ri]
+    segs = k.spec.segments()
+    reasons = [f"segment {j}: {', '.join(phase_launches[i].kernel for i in seg)}"
+               for j, seg in enumerate(segs)]
+    grid_why = f"one per SM of the smallest {res.options.arch} GPU, co-resident" \
+        if k.grid[0] == sms else "as many as its largest member needs"
+    sync = f"{len(segs) - 1} grid barrier(s)" if k.spec.waits is None else \
+        f"{len(k.spec.waits)} dependence wait(s) instead of grid barriers"
+    reasons.append(f"{sync}; grid {k.grid[0]} blocks ({grid_why}"
+                   "), each member over its own blocks in a block-stride loop")
+    if chunks > 1:
+        reasons.append(f"its region is cut into {chunks} parts, one after another: a "
+                       f"megakernel runs at most {MEGAKERNEL_LAUNCHES} launches of the "
+                       "original program")
+    rec = FusedLaunchRecord(k.name, "grid", 0, ri, list(region.nodes), reasons, k)
+    rec.owner = ri
+    return rec
 
 
 def _rewrite_host(host: HostProgram, regions: list[Region],

@@ -277,10 +277,11 @@ class Contract(ModulePass):
         launches = host.launches_by_kernel()
         # (1) parameters that only store
         params: dict[tuple[str, int], list[int]] = {}
+        refs = _global_refs(lines)
         for name, ops in launches.items():
             k = kernels.get(name)
             if k is None or any(len(op.args) != len(k.params) for op in ops) or \
-                    _named_elsewhere(lines, k):
+                    _named_elsewhere(refs, k):
                 continue
             for j in range(len(k.params)):
                 dele, why = store_only(lines, k, j)
@@ -337,12 +338,27 @@ def _note(host: HostProgram, b: str, uses: list[Use]) -> str:
             f"in {', '.join(where)} removed")
 
 
-def _named_elsewhere(lines: list[str], k: KernelText) -> bool:
+_GLOBAL_REF = re.compile(r'@(?:"((?:[^"\\]|\\.)*)"|([-\w.$]+))')
+
+
+def _global_refs(lines: list[str]) -> dict[str, set[int]]:
+    """For every global name, the lines (not metadata, not comments) that name it: one pass
+    over the module (a megakernel's module has hundreds of thousands of lines, and a scan per
+    kernel took minutes)."""
+    out: dict[str, set[int]] = {}
+    for i, line in enumerate(lines):
+        if "@" not in line or line.startswith(("!", ";")):
+            continue
+        for m in _GLOBAL_REF.finditer(line):
+            out.setdefault(m.group(1) if m.group(1) is not None else m.group(2),
+                           set()).add(i)
+    return out
+
+
+def _named_elsewhere(refs: dict[str, set[int]], k: KernelText) -> bool:
     """Whether an instruction or global of the module names kernel k (not its own define line,
-    not metadata): it could be launched or called from device code."""
-    tok = re.compile(rf"@{re.escape(k.name)}(?![-\w.$])|@\"{re.escape(k.name)}\"")
-    return any(tok.search(line) for i, line in enumerate(lines)
-               if i != k.start and not line.startswith("!") and not line.startswith(";"))
+    not metadata): it could be launched or called from device code. `refs`: _global_refs."""
+    return bool(refs.get(k.name, set()) - {k.start})
 
 
 def _without_deref(k: KernelText, which: set[int]) -> str:

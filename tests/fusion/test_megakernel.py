@@ -298,3 +298,18 @@ def test_the_emitted_waits_are_checked_against_what_the_dependences_need():
     waits = [Wait(1, (0, 0), 0, (0, 3)), Wait(2, (1, 1), 0, (0, 2))]
     assert _uncovered(want, waits) == [(2, 1, 0)]
     assert _uncovered(want, [*waits, Wait(2, (1, 1), 0, (0, 3))]) == []
+
+
+def test_a_region_past_the_launch_limit_becomes_several_megakernels(monkeypatch):
+    """A megakernel runs at most MEGAKERNEL_LAUNCHES launches of the original program (paper
+    lstm_large's 4090 in one kernel ran LLVM out of memory): the ping-pong loop's 5 launches
+    with a limit of 2 become 2 + 2 megakernels and one plain launch, verified."""
+    from sirius.fusion import driver
+
+    monkeypatch.setattr(driver, "MEGAKERNEL_LAUNCHES", 2)
+    res = fuse([ROOT / "kernels" / "stencil_pingpong.cu"], Options(megakernel="counters"))
+    assert res.launches_after == 3 and len(res.megakernels) == 2
+    assert all(len(r.kernel.spec.members) == 2 for r in res.megakernels)
+    assert any("cut into 3 parts" in x for x in res.megakernels[0].reasons)
+    rep = verify_fused(res.original, res, seed=3)
+    assert rep.ok, rep.render()
