@@ -161,13 +161,17 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
     if default is not None:
         base = next(q for q in reqs if q.label == default.label)
         mixed += variants.pass_requests(base, default.result.changed_passes)
-        if variants.overlays_shared(variants.plan_for(src, True, "auto")):
-            mixed.append(replace(base, label=f"{base.label}, shared memory overlaid",
-                                 smem="overlay"))
         off = [p for p in variants.TRADE_OFF_PASSES if p not in default.result.changed_passes]
         if off:
             notes.append(f"post-fusion passes that changed nothing in '{default.label}', so "
                          f"not explored off: {', '.join(off)}")
+    # shared memory overlaid, for each arrangement whose plan has a vertical kernel of two
+    # or more launches that use it
+    for q in reqs:
+        if not q.original and q.megakernel is None and q.split_storage \
+                and q.choices in ("auto", "vertical") \
+                and variants.overlays_shared(variants.plan_for(src, True, q.choices)):
+            mixed.append(replace(q, label=f"{q.label}, shared memory overlaid", smem="overlay"))
     if mixed:
         more, _ = fanout.run_requests(mixed, jobs=jobs, use_ray=use_ray,
                                       ray_address=ray_address, progress=progress)

@@ -34,8 +34,9 @@ variants, not mixed per region:
    register pressure) that changed the default variant's module gives the default plan built
    without it (a pass that changed nothing gives none). The passes run once over the whole
    fused module.
-5. *Shared memory overlaid*: where the default plan has a vertical kernel of two or more
-   launches that use shared memory, their shared memory laid over each other
+5. *Shared memory overlaid*: where the plan of `auto` or `vertical` has a vertical kernel of
+   two or more launches that use shared memory, that variant with their shared memory laid
+   over each other
    (`Options.smem = "overlay"`: a block barrier between them, less shared memory per block).
 
 `build_variant(request)` is what runs in a worker (a local process, a Ray task, or this
