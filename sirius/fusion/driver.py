@@ -31,8 +31,8 @@ from sirius.backend import compile_ir, violations
 from sirius.backend.limits import coresident_blocks
 from sirius.backend.ptxas import KernelResources
 from sirius.fusion.codegen.emit import build
-from sirius.fusion.megakernel import megakernel_spec
-from sirius.fusion.members import param_maps, repeat_runs
+from sirius.fusion.megakernel import megakernel_chunks, megakernel_reasons, megakernel_spec
+from sirius.fusion.members import overlay_shared, param_maps, repeat_runs
 from sirius.fusion.plan.planner import Options, Planner, Region, launch_count
 from sirius.fusion.spec import (
     CodegenError,
@@ -445,24 +445,6 @@ def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo]
     return fm, launches, fused, records
 
 
-def overlay_shared(members: list[Member], nodes: list) -> tuple[list[Member], bool | None]:
-    """`--smem overlay` for one vertical kernel: where two or more of its members use shared
-    memory, they overlay it (the fused block needs the largest member's, not the sum), and a
-    block barrier goes before each such member that follows another with no barrier between
-    (the one before may still read what this one overwrites). A barrier between members at
-    the top of the fused kernel only adds order, so the kernel stays correct; what it costs
-    (one more barrier per block) against what it saves (shared memory, hence occupancy) is the
-    tuner's question. Returns the members and `share_smem` (None: nothing to overlay)."""
-    users = [i for i, n in enumerate(nodes) if n.smem or n.static_smem]
-    if len(users) < 2:
-        return members, None
-    out = list(members)
-    for prev, cur in zip(users, users[1:], strict=False):
-        if not any(out[k].barrier_before for k in range(prev + 1, cur + 1)):
-            out[cur] = replace(out[cur], barrier_before=True)
-    return out, True
-
-
 def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
                       seen: dict[str, str], ir: str,
                       cluster_launches: dict[ClusterKey, list[Launch]],
@@ -541,7 +523,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         if len(seq) < 2 or ri in state.disabled_megakernels:
             continue
         chunks = []
-        for chunk in _megakernel_chunks(region, seq, fused):
+        for chunk in megakernel_chunks(region, seq, fused):
             if len(chunk) < 2:
                 chunks.append(([x for _, _, x in chunk], None))
                 continue
@@ -577,52 +559,12 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     return fm, launches, records
 
 
-# The most launches of the original program one megakernel runs: its segments inline every
-# member's code into one kernel, and LLVM's optimization of a kernel of thousands of inlined
-# launches (paper lstm_large: 4090 launches, 219 members after fusion) ran out of 24 GB of
-# memory. A region that covers more becomes several megakernels, one after another (the
-# kernel boundary between them orders what a grid barrier or a wait would have).
-MEGAKERNEL_LAUNCHES = 512
-
-
-def _megakernel_chunks(region: Region, seq: list, fused: dict[str, FusedKernel]) -> list[list]:
-    """`seq` cut into consecutive runs that cover at most MEGAKERNEL_LAUNCHES launches."""
-    def covers(gi: int, tag, launch: Launch) -> int:
-        if launch.mangled not in fused:
-            return 1
-        g = region.groups[gi]
-        return len(g.clusters[tag].nodes) if isinstance(tag, int) else len(g.nodes)
-
-    out: list[list] = [[]]
-    n = 0
-    for item in seq:
-        c = covers(*item)
-        if out[-1] and n + c > MEGAKERNEL_LAUNCHES:
-            out.append([])
-            n = 0
-        out[-1].append(item)
-        n += c
-    return out
-
-
 def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches: list,
                        sms: int, chunks: int) -> FusedLaunchRecord:
     """The record of megakernel `k`, one of `chunks` of region `ri`."""
-    region = res.regions[ri]
-    segs = k.spec.segments()
-    reasons = [f"segment {j}: {', '.join(phase_launches[i].kernel for i in seg)}"
-               for j, seg in enumerate(segs)]
-    grid_why = f"one per SM of the smallest {res.options.arch} GPU, co-resident" \
-        if k.grid[0] == sms else "as many as its largest member needs"
-    sync = f"{len(segs) - 1} grid barrier(s)" if k.spec.waits is None else \
-        f"{len(k.spec.waits)} dependence wait(s) instead of grid barriers"
-    reasons.append(f"{sync}; grid {k.grid[0]} blocks ({grid_why}"
-                   "), each member over its own blocks in a block-stride loop")
-    if chunks > 1:
-        reasons.append(f"its region is cut into {chunks} parts, one after another: a "
-                       f"megakernel runs at most {MEGAKERNEL_LAUNCHES} launches of the "
-                       "original program")
-    rec = FusedLaunchRecord(k.name, "grid", 0, ri, list(region.nodes), reasons, k)
+    rec = FusedLaunchRecord(k.name, "grid", 0, ri, list(res.regions[ri].nodes),
+                            megakernel_reasons(k, phase_launches, res.options.arch, sms,
+                                               chunks), k)
     rec.owner = ri
     return rec
 

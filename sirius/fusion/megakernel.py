@@ -1,7 +1,9 @@
 """The spec of one megakernel (`--megakernel grid|counters`, docs/fusion-megakernel.md): the
 launches a region became after the vertical and horizontal rounds, as members cut into
 segments of independent launches, with the grid, and for `counters` the waits
-(fusion/waits.py). `driver._megakernel_round` builds the specs and records what they became."""
+(fusion/waits.py); the parts a long region is cut into (`megakernel_chunks`) and what the
+report says of each (`megakernel_reasons`). `driver._megakernel_round` builds the specs and
+records what they became."""
 
 from __future__ import annotations
 
@@ -14,6 +16,53 @@ from sirius.fusion.members import param_maps
 from sirius.fusion.plan.planner import Node, Region
 from sirius.fusion.spec import BLOCK, GLOBAL, FusedKernel, FusedKernelSpec, Member
 from sirius.fusion.waits import counter_waits
+
+# The most launches of the original program one megakernel runs: its segments inline every
+# member's code into one kernel, and LLVM's optimization of a kernel of thousands of inlined
+# launches (paper lstm_large: 4090 launches, 219 members after fusion) ran out of 24 GB of
+# memory. A region that covers more becomes several megakernels, one after another (the
+# kernel boundary between them orders what a grid barrier or a wait would have).
+MEGAKERNEL_LAUNCHES = 512
+
+
+def megakernel_chunks(region: Region, seq: list, fused: dict[str, FusedKernel]) -> list[list]:
+    """`seq` cut into consecutive runs that cover at most MEGAKERNEL_LAUNCHES launches."""
+    def covers(gi: int, tag, launch: Launch) -> int:
+        if launch.mangled not in fused:
+            return 1
+        g = region.groups[gi]
+        return len(g.clusters[tag].nodes) if isinstance(tag, int) else len(g.nodes)
+
+    out: list[list] = [[]]
+    n = 0
+    for item in seq:
+        c = covers(*item)
+        if out[-1] and n + c > MEGAKERNEL_LAUNCHES:
+            out.append([])
+            n = 0
+        out[-1].append(item)
+        n += c
+    return out
+
+
+def megakernel_reasons(k: FusedKernel, phase_launches: Sequence[Launch], arch: str, sms: int,
+                       chunks: int) -> list[str]:
+    """What report.md says of megakernel `k` (its launches `phase_launches`), one of `chunks`
+    parts of its region."""
+    segs = k.spec.segments()
+    reasons = [f"segment {j}: {', '.join(phase_launches[i].kernel for i in seg)}"
+               for j, seg in enumerate(segs)]
+    grid_why = f"one per SM of the smallest {arch} GPU, co-resident" \
+        if k.grid[0] == sms else "as many as its largest member needs"
+    sync = f"{len(segs) - 1} grid barrier(s)" if k.spec.waits is None else \
+        f"{len(k.spec.waits)} dependence wait(s) instead of grid barriers"
+    reasons.append(f"{sync}; grid {k.grid[0]} blocks ({grid_why}"
+                   "), each member over its own blocks in a block-stride loop")
+    if chunks > 1:
+        reasons.append(f"its region is cut into {chunks} parts, one after another: a "
+                       f"megakernel runs at most {MEGAKERNEL_LAUNCHES} launches of the "
+                       "original program")
+    return reasons
 
 
 def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | str, Launch]],

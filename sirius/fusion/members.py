@@ -105,3 +105,21 @@ def repeat_runs(entries: Sequence[tuple[Member, Launch, Sequence[str]]]
         out.append((replace(m, repeat=j - i, strides=steps), launch, types))
         i = j
     return out
+
+
+def overlay_shared(members: list[Member], nodes: list) -> tuple[list[Member], bool | None]:
+    """`--smem overlay` for one vertical kernel: where two or more of its members use shared
+    memory, they overlay it (the fused block needs the largest member's, not the sum), and a
+    block barrier goes before each such member that follows another with no barrier between
+    (the one before may still read what this one overwrites). A barrier between members at
+    the top of the fused kernel only adds order, so the kernel stays correct; what it costs
+    (one more barrier per block) against what it saves (shared memory, hence occupancy) is the
+    tuner's question. Returns the members and `share_smem` (None: nothing to overlay)."""
+    users = [i for i, n in enumerate(nodes) if n.smem or n.static_smem]
+    if len(users) < 2:
+        return members, None
+    out = list(members)
+    for prev, cur in zip(users, users[1:], strict=False):
+        if not any(out[k].barrier_before for k in range(prev + 1, cur + 1)):
+            out[cur] = replace(out[cur], barrier_before=True)
+    return out, True

@@ -88,8 +88,13 @@ class TuneResult:
 
     def default(self) -> Variant | None:
         """The variant `sirius fuse` builds with its defaults (auto, storage split)."""
-        return next((v for v in self.variants if v.result.choices == "auto"
-                     and v.result.split_storage and v.result.plain), None)
+        return next((v for v in self.variants if is_default(v.result)), None)
+
+
+def is_default(r: VariantResult) -> bool:
+    """The variant `sirius fuse` builds with its defaults: auto, storage split, default passes
+    and shared-memory layout, no megakernel."""
+    return r.choices == "auto" and r.split_storage and r.plain
 
 
 def estimate_variant(r: VariantResult, gpu: Gpu, a: Assumptions) -> Variant:
@@ -156,8 +161,7 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
             notes.append(f"storage split {'on' if split else 'off'}: every region prefers "
                          f"'{best[0]}' (the per-region variant is that whole-program variant)")
     # the trade-off passes on/off: the default variant without each one that changed it
-    default = next((v for v in whole if v.result.ok and v.result.choices == "auto"
-                    and v.result.split_storage and v.result.plain), None)
+    default = next((v for v in whole if v.result.ok and is_default(v.result)), None)
     if default is not None:
         base = next(q for q in reqs if q.label == default.label)
         mixed += variants.pass_requests(base, default.result.changed_passes)

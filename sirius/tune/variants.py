@@ -291,7 +291,7 @@ def changed_trade_offs(steps) -> tuple[str, ...]:
 
 def overlays_shared(plan) -> bool:
     """Whether `--smem overlay` changes `plan`: a vertical cluster with two or more launches
-    that use shared memory (driver.overlay_shared)."""
+    that use shared memory (members.overlay_shared)."""
     return any(len(c.nodes) > 1 and sum(bool(n.smem or n.static_smem) for n in c.nodes) > 1
                for r in plan.regions for g in r.groups for c in g.clusters)
 

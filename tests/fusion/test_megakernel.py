@@ -304,9 +304,9 @@ def test_a_region_past_the_launch_limit_becomes_several_megakernels(monkeypatch)
     """A megakernel runs at most MEGAKERNEL_LAUNCHES launches of the original program (paper
     lstm_large's 4090 in one kernel ran LLVM out of memory): the ping-pong loop's 5 launches
     with a limit of 2 become 2 + 2 megakernels and one plain launch, verified."""
-    from sirius.fusion import driver
+    from sirius.fusion import megakernel
 
-    monkeypatch.setattr(driver, "MEGAKERNEL_LAUNCHES", 2)
+    monkeypatch.setattr(megakernel, "MEGAKERNEL_LAUNCHES", 2)
     res = fuse([ROOT / "kernels" / "stencil_pingpong.cu"], Options(megakernel="counters"))
     assert res.launches_after == 3 and len(res.megakernels) == 2
     assert all(len(r.kernel.spec.members) == 2 for r in res.megakernels)

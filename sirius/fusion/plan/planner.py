@@ -63,7 +63,7 @@ class Options:
     # per-block dependence waits instead of the barriers (fusion/waits.py); None: off
     smem: str = "concat"  # vertical kernels: "concat" gives every member its own shared
     # memory; "overlay" lays them over each other, a block barrier before each member that
-    # uses shared memory after another did (driver.overlay_shared)
+    # uses shared memory after another did (members.overlay_shared)
 
 
 @dataclass(frozen=True, slots=True)
