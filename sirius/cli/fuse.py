@@ -53,13 +53,15 @@ def fuse_from_args(args: argparse.Namespace, say, on_original=None):
 class Reference:
     """The original's reference run, started in a worker process as soon as the original is
     analysed (`on_original`), so that it runs on an idle core while the fusion is built;
-    `head` is then handed to verify_fused. Started only where it saves time: when it saves a
-    round of the worker processes (`sirius verify`: 3 fused runs and the original take two
-    rounds on 2 workers either way, one round instead of two on 3), or with the fused runs one
-    after another in this process (`serial`) where the caller turns it on (`default`;
-    `sirius fuse` does not: BENCHMARKS.md has the measurements). `close` ends it when it was
-    not used (the fusion failed, nothing to verify). `SIRIUS_HEAD_START=0` turns it off,
-    `SIRIUS_HEAD_START=1` on whenever a second core is there (to measure what it gains)."""
+    `head` is then handed to verify_fused. Started wherever a second core is there and the
+    fused runs go to worker processes: `sirius verify` then runs its fused orders all at once,
+    one worker each (verify_fused with a head start and `jobs` None), so that they share the
+    cores instead of queueing in rounds (3 fused runs and the original took two rounds of 2
+    workers either way); with the fused runs one after another in this process (`serial`) only
+    where the caller turns it on (`default`; `sirius fuse` does not: BENCHMARKS.md has the
+    measurements). `close` ends it when it was not used (the fusion failed, nothing to
+    verify). `SIRIUS_HEAD_START=0` turns it off, `SIRIUS_HEAD_START=1` on whenever a second
+    core is there (to measure what it gains)."""
 
     def __init__(self, seed: int, jobs: int | None, fused_runs: int, serial: bool = False,
                  default: bool = True):
@@ -80,7 +82,9 @@ class Reference:
             return False
         if self.serial:
             return True
-        workers = self.jobs or cores
+        if self.jobs is None:  # the fused runs then share the cores, one worker each
+            return True
+        workers = self.jobs
         n = self.fused_runs
         return -(-n // workers) < -(-(n + 1) // workers)
 

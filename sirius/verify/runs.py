@@ -21,6 +21,7 @@ serially in this process, and `notes` says so.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import os
 import queue
@@ -80,11 +81,18 @@ class RunOutput:
             raise SiriusError(message, loc, notes)
 
 
-@dataclass(frozen=True)
 class _Program:
-    device_ir: str
-    device_module: object
-    files: tuple
+    """A side's program in a worker: the device module is parsed only when its view is needed
+    (the executor's rewritten module is usually cached by the IR text)."""
+
+    def __init__(self, device_ir: str, files: tuple):
+        self.device_ir, self.files = device_ir, files
+
+    @functools.cached_property
+    def device_module(self) -> object:
+        import llvmlite.binding as llvm
+
+        return llvm.parse_assembly(self.device_ir)
 
 
 _CTX: RunContext | None = None
@@ -94,10 +102,8 @@ _PARSED: dict[str, _Program] = {}
 
 def _program(side: str) -> _Program:
     if side not in _PARSED:
-        import llvmlite.binding as llvm
-
         _, ir, files = getattr(_CTX, side)
-        _PARSED[side] = _Program(ir, llvm.parse_assembly(ir), tuple(files))
+        _PARSED[side] = _Program(ir, tuple(files))
     return _PARSED[side]
 
 

@@ -5,6 +5,7 @@ mismatch; a pool that cannot be used falls back to serial runs with a note."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import threading
 
@@ -168,6 +169,10 @@ def test_the_reference_run_started_ahead_gives_the_same_report() -> None:
     assert ahead.ok and _rows(ahead) == _rows(plain) and ahead.counters() == plain.counters()
     assert any("started during the fusion" in s for s in said), said
     assert head.pool is None  # ended with the runner
+    # with the reference ahead and no -j, every fused order gets a worker of its own
+    shared = verify_fused(e, fused_chain(), jobs=None, head=start_reference(e, seed=7))
+    assert shared.ok and shared.jobs == max(os.cpu_count() or 1, 3)
+    assert _rows(shared) == _rows(plain)
     # a mismatch is still found when the reference came ahead
     bad = verify_fused(e, dropped_launch(), jobs=2, head=start_reference(e, seed=7))
     assert not bad.ok and len(bad.failed()) == 3
@@ -202,7 +207,8 @@ def test_when_the_head_start_saves_time(monkeypatch) -> None:
 
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.delenv("SIRIUS_HEAD_START", raising=False)
-    assert not Reference(7, None, 3).wanted()      # 4 runs or 3 on 2 workers: 2 rounds
+    assert Reference(7, None, 3).wanted()          # the fused runs then share the cores
+    assert not Reference(7, 2, 3).wanted()         # 4 runs or 3 on 2 workers: 2 rounds
     assert Reference(7, 3, 3).wanted()             # 3 workers: 1 round instead of 2
     assert Reference(7, None, 1, serial=True).wanted()
     assert not Reference(7, None, 1, serial=True, default=False).wanted()  # sirius fuse

@@ -137,7 +137,8 @@ class CpuDevice:
                self.trace, self.loops)
         jm = _MODULES.get(key)
         if jm is None:
-            jm = JitModule(build_view(program.device_module), instrument=key[1],
+            jm = JitModule(lambda: build_view(program.device_module), instrument=key[1],
+                           text=program.device_ir,
                            source=", ".join(str(f) for f in program.files), loops=self.loops)
             _MODULES[key] = jm
         jm.reset()  # a new run: the module's globals start from their initializers

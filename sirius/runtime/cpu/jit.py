@@ -1,9 +1,14 @@
 """JIT-compile rewritten device code for the host, one copy per worker.
 
-The host module is parsed, verified, optimized (LLVM's O2 pipeline) and compiled to one object
-file, cached on disk by the hash of its text. Every worker then loads that object into its own
-MCJIT engine, so each worker has its own `@__sirius_ctx` and `@__sirius_smem`: the runtime runs
-workers on different OS threads without any thread-local storage in JIT code.
+The rewritten host module (rewrite.py) is cached on disk by the hash of the device IR it came
+from, the rewrite's options and the source of the code that rewrites (`_rewrite_digest`); it is
+then parsed, verified, optimized (LLVM's O2 pipeline) and compiled to one object file, cached on
+disk by the hash of its text. Both are built under a file lock, so the processes of one `sirius
+verify` that run the same module (three fused orders) build it once: the others wait and read
+it (a paper-shape fused module takes tens of seconds to rewrite and compile). Every worker then
+loads that object into its own MCJIT engine, so each worker has its own `@__sirius_ctx` and
+`@__sirius_smem`: the runtime runs workers on different OS threads without any thread-local
+storage in JIT code.
 
 Module globals (`__device__`, `__constant__`, ...) live in each engine too. Right after an engine
 is made, the initial bytes of its globals are saved; `reset()` writes back those of the mutable
@@ -16,10 +21,16 @@ worker: rewrite.HostModule.device_globals.)
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
+import pickle
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
 
 from sirius.analysis.irview import ModuleView, build_view
 from sirius.diagnostics import SiriusError
@@ -50,6 +61,70 @@ def _target():
     return llvm, _machine(), llvm.get_process_triple()
 
 
+T = TypeVar("T")
+
+# what the rewritten module depends on besides its input: the code that rewrites (paths under
+# sirius/), and the runtime library whose symbols it may call
+_REWRITE_DEPS = ("runtime/cpu/*.py", "runtime/cpu/sirius_rt.c", "analysis/irview.py",
+                 "analysis/irtypes.py", "analysis/debuginfo.py", "fusion/spec.py", "_version.py")
+
+
+@functools.cache
+def _rewrite_digest() -> str:
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256()
+    for pattern in _REWRITE_DEPS:
+        for path in sorted(root.glob(pattern)):
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on the file `path` (created) for the block; no lock where the platform
+    has no `fcntl` (then concurrent builders each build, and the last write wins)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not Linux or macOS
+        yield
+        return
+    with open(path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _cached(path: Path, make: Callable[[], T], dump: Callable[[T], bytes],
+            load: Callable[[bytes], T]) -> T:
+    """The value stored at `path`, or `make()` stored there. One process builds it while the
+    others wait on the lock, then read it; a file that does not load (truncated, an older
+    format) is built again."""
+
+    def read() -> tuple[bool, T | None]:
+        try:
+            return True, load(path.read_bytes())
+        except FileNotFoundError:
+            return False, None
+        except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt, whatever broke
+            return False, None
+
+    ok, got = read()
+    if ok:
+        return got  # type: ignore[return-value]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path.with_name(path.name + ".lock")):
+        ok, got = read()  # built by another process while this one waited
+        if ok:
+            return got  # type: ignore[return-value]
+        value = make()
+        tmp = path.with_name(f"{path.name}.{id(value)}.tmp")
+        tmp.write_bytes(dump(value))
+        tmp.replace(path)
+        return value
+
+
 @dataclass
 class Engine:
     """One worker's copy of the module: its context, shared memory and thread functions."""
@@ -70,27 +145,42 @@ class Engine:
 
 
 class JitModule:
-    def __init__(self, view: ModuleView, instrument: bool = False, source: str = "device code",
-                 loops: bool = True):
+    """The executor's copy of a device module. `view` is the module's view, or a function that
+    builds it, called only when the rewritten module is not cached (`text`, the device IR, is
+    then the cache key; building the view of a paper-shape module takes seconds)."""
+
+    def __init__(self, view: ModuleView | Callable[[], ModuleView], instrument: bool = False,
+                 source: str = "device code", loops: bool = True, text: str | None = None):
         llvm, tm, triple = _target()
         lib = native.library()
-        lifted = ptxlift.lift(view.text)  # inline PTX (fp16/bf16 headers) as LLVM IR
-        if lifted.lifted:
-            view = build_view(llvm.parse_assembly(lifted.text))
-        self.host: HostModule = rewrite(view, str(tm.target_data), triple,
-                                        lambda name: hasattr(lib, name), instrument, loops)
+        if isinstance(view, ModuleView):
+            text, view_of = view.text, (lambda v=view: v)
+        elif text is None:
+            raise TypeError("JitModule: the device IR text is needed with a view builder")
+        else:
+            view_of = view
+
+        def make() -> HostModule:
+            v = view_of()
+            lifted = ptxlift.lift(v.text)  # inline PTX (fp16/bf16 headers) as LLVM IR
+            if lifted.lifted:
+                v = build_view(llvm.parse_assembly(lifted.text))
+            return rewrite(v, str(tm.target_data), triple, lambda name: hasattr(lib, name),
+                           instrument, loops)
+
+        jit = cache_dir(cache_root(), "jit")
+        what = (f"{instrument} {loops} {tm.triple} {tm.target_data} {llvm.llvm_version_info} "
+                f"{_rewrite_digest()} {Path(getattr(lib, '_name', '') or '').name}\n")
+        hkey = hashlib.sha256(what.encode() + text.encode()).hexdigest()[:24]
+        self.host: HostModule = _cached(
+            jit / f"{hkey}.host", make,
+            lambda h: zlib.compress(pickle.dumps(h, pickle.HIGHEST_PROTOCOL), 1),
+            lambda b: _host(pickle.loads(zlib.decompress(b))))
         self.instrument = instrument
         key = hashlib.sha256(self.host.text.encode() + llvm.llvm_version_info.__repr__().encode()
                              + tm.triple.encode()).hexdigest()[:24]
-        path = cache_dir(cache_root(), "jit") / f"{key}.o"
-        if path.exists():
-            self.object = path.read_bytes()
-        else:
-            self.object = self._compile(llvm, tm, source)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{id(self)}.tmp")
-            tmp.write_bytes(self.object)
-            tmp.replace(path)
+        self.object = _cached(jit / f"{key}.o", lambda: self._compile(llvm, tm, source),
+                              bytes, bytes)
         self._engines: list[Engine] = []
         self._written: set[int] = set()  # globals the host wrote since the last reset
 
@@ -163,3 +253,9 @@ class JitModule:
             raise SiriusError(f"a copy of {nbytes} bytes at offset {offset} {way} the variable "
                               f"'{g.label}' is out of bounds: it has {g.bytes} bytes")
         return i
+
+
+def _host(obj: object) -> HostModule:
+    if not isinstance(obj, HostModule):
+        raise TypeError("not a rewritten module")
+    return obj
