@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import llvmlite.binding as llvm
@@ -175,11 +176,34 @@ def _instruction_lines(body: str) -> list[str]:
     return out
 
 
-def build_view(module: llvm.ModuleRef) -> ModuleView:
+_GLOBAL_REF_RE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w.$]+)')
+
+
+def _closure(roots: Collection[str], bodies: dict[str, str]) -> set[str]:
+    """`roots` and every function their bodies reference (`@name`: calls, function pointers),
+    transitively, among the functions `bodies` defines."""
+    todo = [n for n in roots if n in bodies]
+    seen = set(todo)
+    while todo:
+        for m in _GLOBAL_REF_RE.finditer(bodies[todo.pop()]):
+            name = m.group(1).strip('"')
+            if name in bodies and name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return seen
+
+
+def build_view(module: llvm.ModuleRef, only: Collection[str] | None = None) -> ModuleView:
+    """The view of `module`. `only`: the functions a caller reads; the view then holds their
+    bodies and those of every function they reference, transitively, and the module's other
+    definitions as entries without a body (`is_declaration` True, no text): a view of part of
+    a big module (the fused kernels of a paper-shape model), which takes a fraction of the
+    time. Global variables are always all there."""
     # Metadata numbers are only consistent within one print of the whole module, so every text
     # this view keeps (instructions, function bodies) is cut out of that one print.
     text = str(module)
     bodies = {m.group(1).strip('"'): m.group(0) for m in _DEFINE_RE.finditer(text)}
+    keep = None if only is None else _closure(only, bodies)
     debug = DebugInfo.parse(text)
     by_addr: dict[int, Value] = {}
     functions: dict[str, Function] = {}
@@ -192,7 +216,8 @@ def build_view(module: llvm.ModuleRef) -> ModuleView:
         global_texts[gv.name] = str(gv)
     fn_refs = list(module.functions)
     for fref in fn_refs:
-        f = Function("func", fref.name, "ptr", is_declaration=fref.is_declaration)
+        f = Function("func", fref.name, "ptr", is_declaration=fref.is_declaration or (
+            keep is not None and fref.name not in keep))
         functions[f.name] = f
         by_addr[_addr(fref)] = f
     # First pass: create every block, argument and instruction so operands can be resolved.

@@ -261,7 +261,7 @@ class AliasFacts(ModulePass):
             _is_ptr(p) and not re.search(r"\bnoalias\b", p.attrs) for p in k.params)]
         if not wanted:
             return module.text
-        view = build_view(_inlined(module.parse(), module.text, ctx.arch))
+        view = build_view(_inlined(module.parse(), module.text, ctx.arch), only=wanted)
         infos = {i.mangled: i for i in kernel_infos(view)}
         analyzer = KernelAnalyzer(view, list(infos.values()))
         lines = list(edit.lines)

@@ -72,7 +72,8 @@ def build(device_ir: str, specs: Sequence[FusedKernelSpec], *, opt_level: int = 
     those that need no host program; `()` leaves the assembled module as it is, for a caller
     that runs the passes itself, as `sirius fuse` does)."""
     base = _parse(device_ir, "input module")
-    view = build_view(base)
+    members = {m.kernel for s in specs for m in s.members}
+    view = build_view(base, only=members)  # the members and what they call: all it reads
     _check_names(view, specs)
     # The module as LLVM prints it: named struct types parsed again in the same context get
     # suffixes (%struct.float2.3), and the fragments are printed with those names.
@@ -86,7 +87,7 @@ def build(device_ir: str, specs: Sequence[FusedKernelSpec], *, opt_level: int = 
         pm.run(mod, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(0)))
         _verify(mod, "module after inlining callees into fragments")
     text_b = str(mod)
-    view_b = build_view(mod)
+    view_b = build_view(mod, only=members | set(frags.values()))
     text_c, kernels = Assembler(text_b, view_b, specs, frags).run()
     mod = _parse(text_c, "fused module")
     # The post-fusion passes (sirius.postopt; at level 3 DEFAULT_PASSES: LLVM's O3 pipeline,

@@ -22,6 +22,7 @@ from sirius.fusion.plan.alignment import (
     ENUMERATE,
     AlignmentError,
     _point,
+    _shape_only,
     _short,
     covers_exactly_once,
     member_expr_sets,
@@ -89,9 +90,24 @@ def permutation_member(producer: Member, writes: isl.Map, reads: isl.Map,
     def no(why: str) -> Permutation:
         return Permutation(None, f"permutation re-indexing of {who}: {why}")
 
-    def question() -> Permutation:
+    try:
         w = _ids_relation(writes, host_vars)
         r = _ids_relation(reads, host_vars)
+    except AlignmentError as e:
+        return no(f"{e}")
+    # the question by its structure: the layers of a model ask it once (statement and buffer
+    # names are gone from the relations; the members' shapes are in the key)
+    key = (str(w), str(r), tuple(host_vars), tuple(fused_block), range_blocks,
+           _shape_only(producer), _shape_only(consumer))
+    hit = _ANSWERS.get(key)
+    if hit is not None:
+        if hit.member is None:
+            return hit
+        return Permutation(dataclasses.replace(consumer, mapping=hit.member.mapping,
+                                               blocks=hit.member.blocks), None, hit.instances)
+
+    def question() -> Permutation:
+        nonlocal w, r
         w, r = w.align_params(r.get_space()), r.align_params(w.get_space())
         box = isl.Set("{ M[" + ", ".join(IDS) + "] : " + " and ".join(
             f"0 <= {n} < {d}" for n, d in zip(IDS, consumer.grid + consumer.block,
@@ -168,10 +184,17 @@ def permutation_member(producer: Member, writes: isl.Map, reads: isl.Map,
         return Permutation(m, None, len(rows))
 
     try:
-        return islutil.bounded(BUDGET, question,
-                               no("isl could not decide within budget"))
+        got = islutil.bounded(BUDGET, question, no("isl could not decide within budget"))
     except (AlignmentError, ValueError, KeyError, isl.Error) as e:
-        return no(f"{e}")
+        got = no(f"{e}")
+    if len(_ANSWERS) > 1024:
+        _ANSWERS.clear()
+    _ANSWERS[key] = got
+    return got
+
+
+# permutation_member's answers by the question's structure (see there)
+_ANSWERS: dict[tuple, Permutation] = {}
 
 
 def _with_producer(producer: Member, m: Member, fwd: Expr, base: Expr, offsets: set[int],

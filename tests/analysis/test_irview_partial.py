@@ -1,0 +1,75 @@
+"""`build_view(module, only=...)`: a view of some functions of a module and everything they
+reference, the same as the whole module's view for those, bodiless for the rest."""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+
+from sirius.analysis.irview import build_view
+
+IR = r"""
+target triple = "nvptx64-nvidia-cuda"
+
+@table = internal addrspace(1) global [4 x float] zeroinitializer
+
+define internal float @helper(float %x) {
+  %y = fmul float %x, 2.0
+  %z = call float @"deep helper"(float %y)
+  ret float %z
+}
+
+define internal float @"deep helper"(float %x) {
+  %y = fadd float %x, 1.0
+  ret float %y
+}
+
+define internal float @unused(float %x) {
+  ret float %x
+}
+
+define ptx_kernel void @k1(ptr %p) {
+entry:
+  %v = load float, ptr %p
+  %w = call float @helper(float %v)
+  store float %w, ptr %p
+  ret void
+}
+
+define ptx_kernel void @k2(ptr %p) {
+entry:
+  %v = call float @unused(float 1.0)
+  store float %v, ptr %p
+  ret void
+}
+
+declare float @llvm.fabs.f32(float)
+"""
+
+
+def _shape(view, name):
+    f = view.functions[name]
+    return (f.is_declaration, f.calling_conv, f.text,
+            [(i.name, i.opcode, i.type, i.text, [o.kind for o in i.operands])
+             for b in f.blocks for i in b.instrs])
+
+
+def test_a_partial_view_holds_the_roots_and_what_they_reference() -> None:
+    mod = llvm.parse_assembly(IR)
+    whole, part = build_view(mod), build_view(mod, only={"k1"})
+    assert set(part.functions) == set(whole.functions)  # every name is known (name clashes)
+    for name in ("k1", "helper", "deep helper"):
+        assert not part.functions[name].is_declaration
+        assert _shape(part, name) == _shape(whole, name)
+    for name in ("k2", "unused"):  # not referenced from k1: no body
+        assert part.functions[name].is_declaration and not part.functions[name].blocks
+        assert not whole.functions[name].is_declaration
+    assert part.globals.keys() == whole.globals.keys()
+    # a call resolves to the callee's entry of the same view
+    call = next(i for i in part.functions["k1"].entry.instrs if i.opcode == "call")
+    assert call.operands[-1] is part.functions["helper"]
+
+
+def test_roots_that_are_not_defined_are_ignored() -> None:
+    mod = llvm.parse_assembly(IR)
+    part = build_view(mod, only={"llvm.fabs.f32", "nothing"})
+    assert all(f.is_declaration for f in part.functions.values())
