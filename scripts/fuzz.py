@@ -185,6 +185,7 @@ def main_fused(args: argparse.Namespace) -> int:
     before = after = dyn_before = dyn_after = fusing = undone = 0
     worst = (0.0, -1)
     changed: Counter[str] = Counter()  # post-fusion pass -> programs it changed
+    moved = 0  # programs with a vertical kernel reordered to share barriers
     t0 = time.perf_counter()
     tasks = [(s, keep, bool(args.keep), args.arrangement, args.features, args.megakernel,
               args.smem) for s in seeds]
@@ -198,6 +199,7 @@ def main_fused(args: argparse.Namespace) -> int:
         fusing += out.launches_after < out.launches_before
         undone += len(out.undone)
         changed.update(out.passes_changed)
+        moved += out.code_motion > 0
         worst = max(worst, (out.seconds, out.seed))
         if not out.ok:
             failures += 1
@@ -219,6 +221,7 @@ def main_fused(args: argparse.Namespace) -> int:
           f"{undone} fused kernels undone; slowest seed {worst[1]} ({worst[0]:.2f} s)")
     print("post-fusion passes that changed the fused module: "
           + (", ".join(f"{n} in {c} programs" for n, c in sorted(changed.items())) or "none"))
+    print(f"code motion (vertical members reordered to share barriers) in {moved} programs")
     return 1 if failures else 0
 
 

@@ -91,6 +91,7 @@ class FuseOutcome:
     undone: list[str] = field(default_factory=list)
     megakernels: int = 0         # megakernels (--megakernel grid|counters)
     passes_changed: list[str] = field(default_factory=list)  # post-fusion passes with an effect
+    code_motion: int = 0  # vertical kernels whose members were reordered to share barriers
     problems: list[str] = field(default_factory=list)
     crashed: bool = False        # an exception (fuse, verify or a run raised), not a mismatch
     reproduce: str = ""
@@ -203,6 +204,8 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
         out.undone = list(res.undone)
         out.passes_changed = sorted({st.pass_text.split("{")[0] for st in res.postopt
                                      if st.changed})
+        out.code_motion = sum(any(r.startswith("code motion:") for r in rec.reasons)
+                              for rec in res.fused)
         keep = [b.name for b in prog.float_buffers()]
         # the original runs once (forward): a generated program is race-free by construction,
         # and were it not, a fused run in another order would differ from it and fail here,

@@ -273,8 +273,52 @@ class Planner:
                 owner[n.index] = c
             else:
                 owner[n.index] = target
+        for c in clusters:
+            self._share_barriers(c, g)
         levels = self._levels(g, clusters, owner)
         region.groups = self._groups(clusters, levels, arrangement)
+
+    def _share_barriers(self, c: Cluster, g: nx.DiGraph) -> None:
+        """Code motion for fewer block barriers (SIRIUS 5.1, after Darte and Schreiber's barrier
+        placement): members that no dependence orders move so that they share barriers. Each
+        member goes to the earliest phase its dependences allow, phase(j) = the largest
+        phase(i) over the members i it depends on, plus one where that dependence is BLOCK-wide
+        (a barrier must separate them); the members then run phase after phase, in program
+        order within a phase, with one block barrier before each phase but the first. That is
+        the fewest barriers any order of the members needs (the longest chain of BLOCK
+        dependences). The members are joined one at a time in program order, so a BLOCK chain
+        interleaved with independent members got a barrier each time (A, B | C, D | with
+        A -> B and C -> D becomes A, C | B, D). The new order is proven by check_group like
+        every join; where it is not, or saves nothing, the cluster stays as it is."""
+        before = sum(m.barrier_before for m in c.members[1:])
+        if before < 2:
+            return
+        deps = self._cluster_deps(c, g)
+        same_vars = self._vars(c.nodes[-1])
+        ranges = [c.blocks()] * len(c.members)
+        res = self.alignment.check_group(c.members, c.block, ranges, deps, same_vars)
+        if not res.ok:
+            return
+        phase = [0] * len(c.members)
+        for v in sorted(res.verdicts, key=lambda v: v.dst):
+            if v.level in ("thread", "block") and v.src < v.dst:
+                phase[v.dst] = max(phase[v.dst], phase[v.src] + (v.level == "block"))
+        if max(phase) >= before:
+            return
+        order = sorted(range(len(c.members)), key=lambda k: (phase[k], k))
+        at = {k: pos for pos, k in enumerate(order)}
+        members = [replace(c.members[k], barrier_before=pos > 0
+                           and phase[k] != phase[order[pos - 1]])
+                   for pos, k in enumerate(order)]
+        moved = [(at[i], at[j], d) for i, j, d in deps]
+        check = self.alignment.check_group(members, c.block, ranges, moved, same_vars)
+        if not check.ok:
+            return
+        c.nodes[:] = [c.nodes[k] for k in order]
+        c.members[:] = members
+        c.reasons.append(f"code motion: {before} -> {max(phase)} block barriers, members "
+                         "reordered to share them (" + ", ".join(n.label() for n in c.nodes)
+                         + ")")
 
     def _member(self, n: Node, mapping, barrier: bool = False, blocks: int | None = None) -> Member:
         return Member(n.launch.mangled, n.grid, n.block, max(n.smem, 0), None, barrier, mapping,
