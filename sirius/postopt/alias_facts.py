@@ -213,12 +213,16 @@ def noalias_params(view: ModuleView, analyzer: KernelAnalyzer, info: KernelInfo,
     ptrs = [i for i, p in enumerate(info.params) if p.ir_type == "ptr"]
     good = set(ptrs)
     writes: set[int] = set()
+    prints: dict[int, list[Footprint]] = {}  # id(summary) -> its footprints: launches that
+    # differ only in their pointers (a host loop unrolled) share one summary
     for op in ops:
         summary = analyzer.summary(info.mangled, binding_of(op))
         why = summary_refusal(summary)
         if why:
             return set(), why
-        fp = footprints(summary, len(info.params))
+        fp = prints.get(id(summary))
+        if fp is None:
+            fp = prints[id(summary)] = footprints(summary, len(info.params))
         locs = [_location(a) for a in op.args]
         for i in ptrs:
             if locs[i] == _UNKNOWN:

@@ -133,26 +133,36 @@ class _Index:
 
     def __init__(self, uar: UAR):
         self.uar = uar
-        self.bodies: dict[tuple, list[Statement]] = {}
-        for st in uar.statements:
-            self.bodies.setdefault(_body(st), []).append(st)
         self.deps_from: dict[str, list] = {}
         for d in uar.dependences:
             if d.kind in ("WAR", "WAW"):
                 self.deps_from.setdefault(d.src, []).append(d)
+        self.by_id = {st.id: st for st in uar.statements}
+        self.loops_before: dict[int, list[int]] = {}  # id(body) -> loops among its first k ops
+
+    def _loops_between(self, body: Sequence, lo: int, hi: int) -> bool:
+        prefix = self.loops_before.get(id(body))
+        if prefix is None:
+            prefix = [0]
+            for op in body:
+                prefix.append(prefix[-1] + isinstance(op, Loop))
+            self.loops_before[id(body)] = prefix
+        return prefix[max(hi, lo + 1)] > prefix[lo + 1]
 
     def untouched_between(self, a: Statement, b: Statement) -> bool:
         """No operation between a and b in their body writes a byte a may read or write (WAR
         and WAW from a, same iteration); no loop between them."""
         body = a.loops[-1].body if a.loops else self.uar.program.ops
         lo, hi = a.position[-1], b.position[-1]
-        if any(isinstance(op, Loop) for op in body[lo + 1:hi]):
+        if self._loops_between(body, lo, hi):
             return False
-        between = {st.id for st in self.bodies[_body(a)] if lo < st.position[-1] < hi}
+        where = _body(a)
         depth = len(a.loops)
         for d in self.deps_from.get(a.id, ()):
-            if d.dst in between and not d.relation.intersect(
-                    _same_iteration(d.relation, depth)).is_empty():
+            dst = self.by_id.get(d.dst)
+            if dst is None or _body(dst) != where or not lo < dst.position[-1] < hi:
+                continue
+            if not d.relation.intersect(_same_iteration(d.relation, depth)).is_empty():
                 return False
         return True
 
