@@ -73,3 +73,32 @@ def test_roots_that_are_not_defined_are_ignored() -> None:
     mod = llvm.parse_assembly(IR)
     part = build_view(mod, only={"llvm.fabs.f32", "nothing"})
     assert all(f.is_declaration for f in part.functions.values())
+
+
+def test_names_and_opcodes_read_from_the_text_are_llvmlites() -> None:
+    """build_view reads each instruction's name and opcode from its printed text; on the
+    host and device modules of real programs (hand-written, TVM, fp16 with inline PTX) they are
+    what llvmlite says, instruction by instruction."""
+    from pathlib import Path
+
+    from sirius.frontend.compile import compile_program
+
+    root = Path(__file__).parents[2]
+    quoted = IR + 'define void @q() {\n  %"a b" = add i32 1, 2\n  %"c\\22d" = add i32 %"a b", 1\n' \
+        "  ret void\n}\n"
+    modules = [llvm.parse_assembly(quoted)]
+    for name in ("kernels/lstm_cell.cu", "kernels/tvm/bert_qkv.cu",
+                 "kernels/tvm/fp16/bert_qkv_fp16.cu"):
+        p = compile_program([root / name], arch="sm_80", extra_flags=[], use_cache=True)
+        modules += [p.host_module, p.device_module]
+    checked = 0
+    for mod in modules:
+        view = build_view(mod)
+        for fref in mod.functions:
+            if fref.is_declaration:
+                continue
+            got = [i for b in view.functions[fref.name].blocks for i in b.instrs]
+            want = [i for b in fref.blocks for i in b.instructions]
+            assert [(i.name, i.opcode) for i in got] == [(i.name, i.opcode) for i in want]
+            checked += len(got)
+    assert checked > 1000
