@@ -15,10 +15,10 @@ PROGRAMS = Path(__file__).parent / "barrier_programs"
 BLOCKS = 8
 
 
-def _fuse(name: str, monkeypatch=None):
+def _fuse(name: str, monkeypatch=None, flags: tuple[str, ...] = ()):
     if monkeypatch is not None:  # the plan as it was before the motion
         monkeypatch.setattr(Planner, "_share_barriers", lambda self, c, g: None)
-    return fuse([PROGRAMS / name], Options(arrangement="vertical"))
+    return fuse([PROGRAMS / name], Options(arrangement="vertical"), flags=flags)
 
 
 def _kernel(res):
@@ -50,7 +50,7 @@ def test_independent_chains_share_one_barrier(monkeypatch):
 
 
 def test_a_chain_of_block_dependences_keeps_its_barriers():
-    res = _fuse("one_chain.cu")
+    res = _fuse("two_chains.cu", flags=("-DONE_CHAIN",))
     rec = _kernel(res)
     assert [n.launch.kernel for n in rec.nodes] == ["scale_a", "shift_b", "scale_c", "shift_d"]
     assert [m.barrier_before for m in rec.kernel.spec.members] == [False, True, False, True]

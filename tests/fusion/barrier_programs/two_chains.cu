@@ -2,7 +2,8 @@
 #define N 1024
 #define T 128
 // two independent chains, A -> B and C -> D; each consumer reads a neighbour's element within
-// its block, so each dependence is BLOCK-wide (a block barrier must separate the two launches)
+// its block, so each dependence is BLOCK-wide (a block barrier must separate the two launches).
+// With -DONE_CHAIN, C reads B's output instead: one chain A -> B -> C -> D.
 __global__ void scale_a(const float *x, float *a) {
     int i = blockIdx.x * T + threadIdx.x;
     a[i] = x[i] * 2.0f;
@@ -29,7 +30,11 @@ int main() {
     cudaMalloc(&d, N * sizeof(float));
     scale_a<<<N / T, T>>>(x, a);
     shift_b<<<N / T, T>>>(a, b);
+#ifdef ONE_CHAIN
+    scale_c<<<N / T, T>>>(b, c);
+#else
     scale_c<<<N / T, T>>>(y, c);
+#endif
     shift_d<<<N / T, T>>>(c, d);
     float out[2 * N];
     cudaMemcpy(out, b, N * sizeof(float), cudaMemcpyDeviceToHost);
