@@ -15,6 +15,10 @@ if str(ROOT) not in sys.path:
 # are about several workers ask for them by `jobs=`.
 if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.setdefault("SIRIUS_JOBS", "1")
+    # `sirius verify` without -j starts the original's run during the fusion and then runs the
+    # fused orders in a worker each (4 processes): the xdist workers already use every core, so
+    # the suite keeps 2 (the tests of the head start turn it back on)
+    os.environ.setdefault("SIRIUS_HEAD_START", "0")
 
 
 # Tests that summarise what other tests recorded go last, so that under pytest-xdist (whose load

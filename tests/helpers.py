@@ -44,9 +44,16 @@ def inspect_doc(program: str | Path, *extra: str) -> dict:
     return inspect_document([path], *extra)
 
 
-def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    """Run the real `sirius` command in a subprocess (exit codes and stderr are tested)."""
+def run_cli(*args: str, cwd: Path = ROOT,
+            env_changes: dict[str, str | None] | None = None) -> subprocess.CompletedProcess:
+    """Run the real `sirius` command in a subprocess (exit codes and stderr are tested);
+    `env_changes`: variables to set, or to remove (None), for this run."""
     env = dict(os.environ)
+    for k, v in (env_changes or {}).items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
     return subprocess.run([sys.executable, "-m", "sirius.cli", *args], capture_output=True,
                           text=True, cwd=cwd, env=env)
 

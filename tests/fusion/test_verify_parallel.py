@@ -5,6 +5,7 @@ mismatch; a pool that cannot be used falls back to serial runs with a note."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import threading
@@ -193,12 +194,17 @@ def test_a_reference_run_for_other_inputs_is_not_used() -> None:
 def test_cli_verify_starts_the_reference_during_the_fusion_where_it_saves_a_round() -> None:
     prog = str(ROOT / "kernels" / "elementwise_chain.cu")
     started = "running the original program (forward order, seed 7) (started during the fusion)"
+    on = {"SIRIUS_HEAD_START": None}  # the default (the suite turns it off)
     # 3 workers: the 3 fused orders in one round instead of two
-    out = run_cli("verify", prog, "-j", "3")
+    out = run_cli("verify", prog, "-j", "3", env_changes=on)
     assert out.returncode == 0, out.stderr
     assert started in out.stderr
+    # no -j: the fused orders share the cores, a worker each
+    shared = run_cli("verify", prog, "--json", env_changes=on)
+    assert shared.returncode == 0 and started in shared.stderr
+    assert json.loads(shared.stdout)["jobs"] == max(os.cpu_count() or 1, 3)
     # 2 workers: two rounds either way (the other cases: test_when_the_head_start_saves_time)
-    other = run_cli("verify", prog, "-j", "2")
+    other = run_cli("verify", prog, "-j", "2", env_changes=on)
     assert other.returncode == 0 and "started during the fusion" not in other.stderr
 
 
