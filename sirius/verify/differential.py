@@ -25,7 +25,14 @@ from sirius.verify.compare import TOLERANCES, Comparison, compare, tol_text, tol
 from sirius.verify.counters import Counters
 from sirius.verify.observe import Compared, Observation, as_original, observe, observed
 from sirius.verify.result import OrderDependence, VerifyReport, VerifyRow
-from sirius.verify.runs import HeadStart, RunContext, Runner, RunOutput, RunSpec
+from sirius.verify.runs import (
+    HeadStart,
+    LazyProgram,
+    RunContext,
+    Runner,
+    RunOutput,
+    RunSpec,
+)
 
 __all__ = ["ORDERS", "TOLERANCES", "Comparison", "Compared", "Observation", "OrderDependence",
            "VerifyReport", "VerifyRow", "compare", "observe", "observed", "tolerance_text",
@@ -37,25 +44,11 @@ ORIGINAL_ORDERS = ("forward", "reverse")
 
 # running ------------------------------------------------------------------------------------------
 
-class _ProgramLike:
+def _fused_program(original, fused) -> LazyProgram:
     """The fused program as the executor loads it; its device module is parsed only if this
     process runs it (the fused runs go to worker processes, which parse their own)."""
-
-    def __init__(self, device_ir: str, module: object | None, files: tuple):
-        self.device_ir, self._module, self.files = device_ir, module, files
-
-    @property
-    def device_module(self) -> object:
-        if self._module is None:
-            import llvmlite.binding as llvm
-
-            self._module = llvm.parse_assembly(self.device_ir)
-        return self._module
-
-
-def _fused_program(original, fused) -> _ProgramLike:
     files = getattr(fused, "files", None) or original.program.files
-    return _ProgramLike(fused.device_ir, getattr(fused, "device_module", None), tuple(files))
+    return LazyProgram(fused.device_ir, tuple(files), getattr(fused, "device_module", None))
 
 
 def _run(host, program, kernels, order: str, seed: int, check_bounds: bool, dtypes=None):

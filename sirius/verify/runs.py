@@ -35,7 +35,7 @@ import numpy as np
 
 from sirius.diagnostics import Location, SiriusError
 
-__all__ = ["HeadStart", "RunContext", "RunOutput", "RunSpec", "Runner"]
+__all__ = ["HeadStart", "LazyProgram", "RunContext", "RunOutput", "RunSpec", "Runner"]
 
 
 @dataclass(frozen=True)
@@ -81,12 +81,15 @@ class RunOutput:
             raise SiriusError(message, loc, notes)
 
 
-class _Program:
-    """A side's program in a worker: the device module is parsed only when its view is needed
-    (the executor's rewritten module is usually cached by the IR text)."""
+class LazyProgram:
+    """A program as the executor loads it (`device_ir`, `device_module`, `files`), its device
+    module parsed only when this process needs its view (the executor's rewritten module is
+    usually cached by the IR text); `module`, when the caller has it parsed already."""
 
-    def __init__(self, device_ir: str, files: tuple):
+    def __init__(self, device_ir: str, files: tuple, module: object | None = None):
         self.device_ir, self.files = device_ir, files
+        if module is not None:
+            self.__dict__["device_module"] = module
 
     @functools.cached_property
     def device_module(self) -> object:
@@ -97,13 +100,13 @@ class _Program:
 
 _CTX: RunContext | None = None
 _QUEUE = None
-_PARSED: dict[str, _Program] = {}
+_PARSED: dict[str, LazyProgram] = {}
 
 
-def _program(side: str) -> _Program:
+def _program(side: str) -> LazyProgram:
     if side not in _PARSED:
         _, ir, files = getattr(_CTX, side)
-        _PARSED[side] = _Program(ir, tuple(files))
+        _PARSED[side] = LazyProgram(ir, tuple(files))
     return _PARSED[side]
 
 
@@ -114,7 +117,7 @@ def _init(ctx: RunContext, q) -> None:
 
 
 def _run(spec: RunSpec, jobs: int | None, tick: Callable[[str, int, int], None] | None,
-         program: _Program | None = None, bar: bool = False) -> RunOutput:
+         program: LazyProgram | None = None, bar: bool = False) -> RunOutput:
     """One run; `bar`: the executor shows long launches' progress itself (a worker does not:
     its stderr is shared)."""
     from sirius.runtime.cpu.device import CpuDevice

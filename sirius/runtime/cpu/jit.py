@@ -105,9 +105,7 @@ def _cached(path: Path, make: Callable[[], T], dump: Callable[[T], bytes],
     def read() -> tuple[bool, T | None]:
         try:
             return True, load(path.read_bytes())
-        except FileNotFoundError:
-            return False, None
-        except Exception:  # noqa: BLE001 - a damaged cache entry is rebuilt, whatever broke
+        except Exception:  # noqa: BLE001 - missing, or damaged: rebuilt, whatever broke
             return False, None
 
     ok, got = read()
