@@ -139,6 +139,7 @@ class Space:
         self.universe = isl.Set(f"{self._head}{{ {self._tuple} }}")
         self.empty = self.universe.subtract(self.universe)
         self._cache: dict[str, isl.Set] = {}
+        self._offsets: dict[str, isl.Map] = {}
 
     def set(self, constraint: str) -> isl.Set:
         s = self._cache.get(constraint)
@@ -148,7 +149,12 @@ class Space:
         return s
 
     def map_to_offset(self, expr: Expr) -> isl.Map:
-        return isl.Map(f"{self._head}{{ {self._tuple} -> [o] : o = {expr} }}")
+        text = str(expr)
+        m = self._offsets.get(text)
+        if m is None:  # parsing is milliseconds for TVM's div/mod indexing; unrolled code repeats
+            m = isl.Map(f"{self._head}{{ {self._tuple} -> [o] : o = {text} }}")
+            self._offsets[text] = m
+        return m
 
     def later(self, dim: str, step: int) -> isl.Map:
         """{ [.., dim, ..] -> [.., w, ..] : w comes after dim (step > 0: w > dim) }"""
