@@ -34,7 +34,25 @@ _KIND = {0: "load", 1: "store", 2: "atomic access"}
 TRACE_DTYPE = np.dtype([("block", "<u4"), ("thread", "<u4"), ("addr", "<u8"), ("size", "<u4"),
                         ("kind", "<u4")])
 
-_MODULES: dict[tuple[str, bool, bool], JitModule] = {}  # by IR hash, instrumentation, loops
+# by IR hash, instrumentation, loops, LLVM speed level
+_MODULES: dict[tuple[str, bool, bool, int], JitModule] = {}
+
+# A program that allocates less device memory than this runs for a short time: its module is
+# compiled with LLVM's O1 pipeline, which compiles about 40% faster than O2 (the fused TVM
+# bert_qkv: a verify of 10.1 s becomes 6.2 s) and runs 3-10% slower (scripts/bench_executor.py:
+# tiled matmul 42.0 vs 38.6 ms, the 1M-thread elementwise kernel 13.1 vs 12.7 ms). Larger
+# programs, and those whose size is not known, get O2 (docs/runtime.md, "Compile levels").
+SMALL_PROGRAM_BYTES = 512 * 1024
+
+
+def jit_speed(data_bytes: int | None) -> int:
+    """LLVM's speed level for a program that allocates `data_bytes` of device memory: 1 for a
+    small program (a short run: compile time dominates), else 2; $SIRIUS_JIT_SPEED (1 or 2)
+    sets it for every program."""
+    env = os.environ.get("SIRIUS_JIT_SPEED", "")
+    if env in ("1", "2"):
+        return int(env)
+    return 1 if data_bytes is not None and data_bytes < SMALL_PROGRAM_BYTES else 2
 
 
 def default_jobs() -> int:
@@ -132,14 +150,19 @@ class CpuDevice:
         return time.perf_counter()
 
     # modules and launches ------------------------------------------------------------------
-    def load_module(self, program) -> Module:
+    def load_module(self, program, data_bytes: int | None = None) -> Module:
+        """The device module of `program`, compiled for this device (cached); `data_bytes`:
+        the device memory the program allocates, when known (a small program is compiled
+        for a short run, see `jit_speed`)."""
+        speed = jit_speed(data_bytes)
         key = (hashlib.sha256(program.device_ir.encode()).hexdigest(), self.check_bounds or
-               self.trace, self.loops)
+               self.trace, self.loops, speed)
         jm = _MODULES.get(key)
         if jm is None:
             jm = JitModule(lambda: build_view(program.device_module), instrument=key[1],
                            text=program.device_ir,
-                           source=", ".join(str(f) for f in program.files), loops=self.loops)
+                           source=", ".join(str(f) for f in program.files), loops=self.loops,
+                           speed=speed)
             _MODULES[key] = jm
         jm.reset()  # a new run: the module's globals start from their initializers
         return Module(jm, {k: k for k in jm.host.kernels})

@@ -148,7 +148,8 @@ class JitModule:
     then the cache key; building the view of a paper-shape module takes seconds)."""
 
     def __init__(self, view: ModuleView | Callable[[], ModuleView], instrument: bool = False,
-                 source: str = "device code", loops: bool = True, text: str | None = None):
+                 source: str = "device code", loops: bool = True, text: str | None = None,
+                 speed: int = 2):
         llvm, tm, triple = _target()
         lib = native.library()
         if isinstance(view, ModuleView):
@@ -175,8 +176,11 @@ class JitModule:
             lambda h: zlib.compress(pickle.dumps(h, pickle.HIGHEST_PROTOCOL), 1),
             lambda b: _host(pickle.loads(zlib.decompress(b))))
         self.instrument = instrument
+        if speed not in (1, 2):
+            raise ValueError(f"speed must be 1 or 2, not {speed}")
+        self.speed = speed
         key = hashlib.sha256(self.host.text.encode() + llvm.llvm_version_info.__repr__().encode()
-                             + tm.triple.encode()).hexdigest()[:24]
+                             + tm.triple.encode() + f" O{speed}".encode()).hexdigest()[:24]
         self.object = _cached(jit / f"{key}.o", lambda: self._compile(llvm, tm, source),
                               bytes, bytes)
         self._engines: list[Engine] = []
@@ -189,7 +193,7 @@ class JitModule:
         except RuntimeError as e:  # a rewrite the verifier rejects is a bug in sirius
             raise SiriusError(f"internal: the CPU rewrite of {source} does not verify: {e}") \
                 from e
-        pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        pto = llvm.create_pipeline_tuning_options(speed_level=self.speed)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
         return tm.emit_object(mod)

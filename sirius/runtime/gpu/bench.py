@@ -134,9 +134,9 @@ class Recorder:
     def timer(self) -> float:
         return self.dev.timer()
 
-    def load_module(self, program) -> Module:
+    def load_module(self, program, data_bytes: int | None = None) -> Module:
         if id(program) not in self.modules:
-            self.modules[id(program)] = self.dev.load_module(program)
+            self.modules[id(program)] = self.dev.load_module(program, data_bytes)
         return self.modules[id(program)]
 
     def launch(self, module: Module, kernel: str, grid, block, smem: int, args: list,

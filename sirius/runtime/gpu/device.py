@@ -155,7 +155,8 @@ class GpuDevice:
         return self.driver.elapsed_ms(start, end) / 1e3
 
     # modules --------------------------------------------------------------------------------
-    def load_module(self, program) -> Module:
+    def load_module(self, program, data_bytes: int | None = None) -> Module:
+        # data_bytes: the CPU executor's compile-level hint; the driver's JIT has none
         text = getattr(program, "ptx", None) or self._emit(program)
         own = self.info.compute_capability[0] * 10 + self.info.compute_capability[1]
         arch = ptxinfo.target(text)
