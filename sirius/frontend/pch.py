@@ -8,9 +8,12 @@ program does not use (DESIGN.md, "Toolchain facts"; docs/troubleshooting.md#prec
 
 A header is built once per set of flags (the side's flags and the user's, so a `-D` the
 headers react to is in it) into `<cache>/pch/`, and reused by every later compile with those
-flags. Whatever goes wrong with one (it cannot be built, clang rejects it) costs only time:
-the compile runs again without it, so a program's diagnostics are the ones it would get anyway.
-`SIRIUS_PCH=0` turns them off.
+flags. It is built at the second compile with a set of flags, not the first: building one
+costs about a second more than the compile it replaces, so a set of flags used once (a `-D`
+tried by hand, a test's own include directory) is cheaper without; the first compile leaves
+a `<key>.wanted` mark. Whatever goes wrong with one (it cannot be built, clang rejects it)
+costs only time: the compile runs again without it, so a program's diagnostics are the ones
+it would get anyway. `SIRIUS_PCH=0` turns them off.
 """
 
 from __future__ import annotations
@@ -42,10 +45,27 @@ def header_flags(tc: Toolchain, flags: list[str], extra: list[str]) -> list[str]
     pch = _path(tc, flags, extra)
     if pch in _failed:
         return None
-    if not pch.exists() and not _build(tc, flags[:at] + flags[at + 2:], extra, pch):
-        _failed.add(pch)
-        return None
+    if not pch.exists():
+        if not _wanted_before(pch):
+            return None
+        if not _build(tc, flags[:at] + flags[at + 2:], extra, pch):
+            _failed.add(pch)
+            return None
     return flags[:at] + ["-include-pch", str(pch)] + flags[at + 2:]
+
+
+def _wanted_before(pch: Path) -> bool:
+    """Whether a compile with these flags has run before (its mark is there); leaves the mark
+    for the next one."""
+    mark = pch.with_suffix(".wanted")
+    if mark.exists():
+        return True
+    try:
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        mark.touch()
+    except OSError:
+        pass
+    return False
 
 
 def discard(pch_flags: list[str]) -> None:

@@ -54,7 +54,8 @@ def test_same_code_with_and_without(tmp_path, monkeypatch):
     monkeypatch.setenv("SIRIUS_PCH", "0")
     plain = compile_program(src, use_cache=False)
     monkeypatch.setenv("SIRIUS_PCH", "1")
-    fast = compile_program(src, use_cache=False)
+    compile_program(src, use_cache=False)  # the first compile with these flags marks them
+    fast = compile_program(src, use_cache=False)  # the second builds the headers and uses them
     assert any(p.suffix == ".pch" for p in _pch_dir().iterdir())
     assert _code(fast.device_ir) == _code(plain.device_ir)
     assert _code(fast.host_ir) == _code(plain.host_ir)
@@ -80,6 +81,7 @@ def test_a_damaged_header_is_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("SIRIUS_PCH", "1")
     src = tmp_path / "prog.cu"
     src.write_text(PROGRAM)
+    compile_program(src, use_cache=False)
     first = compile_program(src, use_cache=False)
     headers = sorted(_pch_dir().glob("*.pch"))
     assert headers
@@ -97,7 +99,28 @@ def test_user_macros_get_a_header_of_their_own(tmp_path, monkeypatch):
     src = tmp_path / "prog.cu"
     src.write_text(PROGRAM)
     compile_program(src, use_cache=False)
+    compile_program(src, use_cache=False)
     before = set(_pch_dir().glob("*.pch"))
     # a macro clang's CUDA headers react to: the program still compiles, with its own headers
-    compile_program(src, use_cache=False, extra_flags=["-D__CUDA_NO_HALF_OPERATORS__"])
+    # from its second compile on
+    flags = ["-D__CUDA_NO_HALF_OPERATORS__"]
+    compile_program(src, use_cache=False, extra_flags=flags)
+    assert set(_pch_dir().glob("*.pch")) == before
+    compile_program(src, use_cache=False, extra_flags=flags)
     assert len(set(_pch_dir().glob("*.pch")) - before) == 2
+
+
+def test_flags_used_once_build_no_header(tmp_path, monkeypatch):
+    # a header costs more to build than one compile saves: a set of flags gets one only when
+    # a second compile uses it
+    monkeypatch.setenv("SIRIUS_PCH", "1")
+    src = tmp_path / "prog.cu"
+    src.write_text(PROGRAM)
+    flags = ["-DSIRIUS_TEST_ONCE=1"]
+    before = set(_pch_dir().glob("*.pch"))
+    once = compile_program(src, use_cache=False, extra_flags=flags)
+    assert set(_pch_dir().glob("*.pch")) == before
+    assert len(list(_pch_dir().glob("*.wanted"))) >= 2  # the host and the device side
+    twice = compile_program(src, use_cache=False, extra_flags=flags)
+    assert len(set(_pch_dir().glob("*.pch")) - before) == 2
+    assert _code(twice.device_ir) == _code(once.device_ir)
