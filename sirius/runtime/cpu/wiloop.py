@@ -380,11 +380,13 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                     continue
                 c = tmp()
                 text = _META.sub("", def_line[x])
-                text = f"  {c} = " + text[_DEF.match(text).end():]
-                for u, cu in clones.items():
-                    text = replace(text, u, cu, len(c) + 5)
+                # the operands cloned before, in one pass over the tokens (a resume point of a
+                # megakernel can have thousands of clones: one substitution per clone made the
+                # work-item loops of paper lstm_large's run for tens of minutes)
+                rhs = _TOK.sub(lambda m: clones.get(m.group(1), m.group(0)),
+                               text[_DEF.match(text).end():])
                 clones[x] = c
-                out.append(text)
+                out.append(f"  {c} = " + rhs)
             out.append(f"  store {types[v]} {clones[v]}, ptr {slot[v]}")
         return out
 
