@@ -107,3 +107,21 @@ def test_the_two_levels_are_two_objects_with_the_same_results(tmp_path, monkeypa
                      [(x.stats.instructions, x.stats.global_load_bytes) for x in r.launches]))
     assert outs[0] == outs[1]
     assert len(list((tmp_path / "jit").glob("*.o"))) == 2
+
+
+def test_a_module_over_the_size_limit_stops_with_the_reason(tmp_path, monkeypatch):
+    from sirius.diagnostics import SiriusError
+    from sirius.runtime.cpu import device
+    from sirius.runtime.cpu.device import CpuDevice
+    from sirius.runtime.interpreter import run_host_program
+
+    monkeypatch.setenv("SIRIUS_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(device, "_MODULES", {})
+    monkeypatch.setenv("SIRIUS_JIT_MAX_MB", "0.001")  # 1 KB: every module is over it
+    program, kernels, host = analysed("programs/device_counter.cu")
+    with pytest.raises(SiriusError, match=r"is \d+ MB of LLVM IR after its rewrite, over the "
+                                          r"0.001 MB .*SIRIUS_JIT_MAX_MB"):
+        run_host_program(host, program, kernels, CpuDevice())
+    assert not list((tmp_path / "jit").glob("*.host"))  # nothing cached
+    monkeypatch.delenv("SIRIUS_JIT_MAX_MB")
+    run_host_program(host, program, kernels, CpuDevice())

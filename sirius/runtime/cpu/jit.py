@@ -25,6 +25,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import os
 import pickle
 import zlib
 from collections.abc import Callable, Iterator
@@ -164,8 +165,10 @@ class JitModule:
             lifted = ptxlift.lift(v.text)  # inline PTX (fp16/bf16 headers) as LLVM IR
             if lifted.lifted:
                 v = build_view(llvm.parse_assembly(lifted.text))
-            return rewrite(v, str(tm.target_data), triple, lambda name: hasattr(lib, name),
+            host = rewrite(v, str(tm.target_data), triple, lambda name: hasattr(lib, name),
                            instrument, loops)
+            _check_size(len(host.text), source)
+            return host
 
         jit = cache_dir(cache_root(), "jit")
         what = (f"{instrument} {loops} {tm.triple} {tm.target_data} {llvm.llvm_version_info} "
@@ -255,6 +258,28 @@ class JitModule:
             raise SiriusError(f"a copy of {nbytes} bytes at offset {offset} {way} the variable "
                               f"'{g.label}' is out of bounds: it has {g.bytes} bytes")
         return i
+
+
+# The largest rewritten module the executor compiles, in MB of LLVM IR text. The biggest
+# module of the corpus is far below (paper nasnet's fused module, bounds-checked); a
+# megakernel of paper lstm_large (4090 launches -> 9) came to 566 MB with 25,344 resume points,
+# whose compile ran for tens of minutes before it was stopped.
+MAX_MODULE_MB = 200.0
+
+
+def _check_size(nbytes: int, source: str) -> None:
+    """SiriusError for a rewritten module over the limit ($SIRIUS_JIT_MAX_MB, else
+    MAX_MODULE_MB): stopping with the reason beats hours of compiling and running out of memory."""
+    try:
+        limit = float(os.environ.get("SIRIUS_JIT_MAX_MB", "") or MAX_MODULE_MB)
+    except ValueError:
+        limit = MAX_MODULE_MB
+    mb = nbytes / 1e6
+    if mb > limit:
+        raise SiriusError(f"the CPU executor's module for {source} is {mb:.0f} MB of LLVM IR "
+                          f"after its rewrite, over the {limit:g} MB it compiles (that compile "
+                          "takes hours and tens of GB): run it at a smaller shape, or fuse "
+                          "without --megakernel; SIRIUS_JIT_MAX_MB raises the limit")
 
 
 def _host(obj: object) -> HostModule:
