@@ -468,8 +468,7 @@ def run_host_program(host_program: HostProgram, program, kernels, device, *, see
     """Run `host_program` on `device`; `program` supplies the device module (`device_ir`,
     `device_module`, `files`), `kernels` the KernelInfo facts (for buffer dtypes; `dtypes`
     overrides them by buffer name)."""
-    module = device.load_module(program,
-                                data_bytes=sum(b.bytes for b in host_program.buffers))
+    module = device.load_module(program, data_bytes=host_program.data_bytes())
     interp = HostInterpreter(host_program, {k.mangled: k for k in kernels}, device, module,
                              seed=seed, inputs=inputs, opaque_trips=opaque_trips,
                              progress=progress, dtypes=dtypes)

@@ -49,7 +49,7 @@ def test_load_module_restores_the_initializers():
     program, kernels, host = analysed("programs/device_counter.cu")
     dev = CpuDevice()
     # the module run_host_program loads: the same program size picks the same compile level
-    size = sum(b.bytes for b in host.buffers)
+    size = host.data_bytes()
     jm = dev.load_module(program, size).handle
 
     def values() -> dict[str, list[int]]:

@@ -267,6 +267,10 @@ class HostProgram:
                 return b
         raise KeyError(name)
 
+    def data_bytes(self) -> int:
+        """The device memory the program allocates, in bytes (every buffer)."""
+        return sum(b.bytes for b in self.buffers)
+
     def launches(self) -> list[Launch]:
         out: list[Launch] = []
 

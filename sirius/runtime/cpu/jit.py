@@ -151,6 +151,8 @@ class JitModule:
     def __init__(self, view: ModuleView | Callable[[], ModuleView], instrument: bool = False,
                  source: str = "device code", loops: bool = True, text: str | None = None,
                  speed: int = 2):
+        if speed not in (1, 2):
+            raise ValueError(f"speed must be 1 or 2, not {speed}")
         llvm, tm, triple = _target()
         lib = native.library()
         if isinstance(view, ModuleView):
@@ -179,8 +181,6 @@ class JitModule:
             lambda h: zlib.compress(pickle.dumps(h, pickle.HIGHEST_PROTOCOL), 1),
             lambda b: _host(pickle.loads(zlib.decompress(b))))
         self.instrument = instrument
-        if speed not in (1, 2):
-            raise ValueError(f"speed must be 1 or 2, not {speed}")
         self.speed = speed
         key = hashlib.sha256(self.host.text.encode() + llvm.llvm_version_info.__repr__().encode()
                              + tm.triple.encode() + f" O{speed}".encode()).hexdigest()[:24]
@@ -260,10 +260,10 @@ class JitModule:
         return i
 
 
-# The largest rewritten module the executor compiles, in MB of LLVM IR text. The biggest
-# module of the corpus is far below (paper nasnet's fused module, bounds-checked); a
+# The largest rewritten module the executor compiles, in MB of LLVM IR text. A
 # megakernel of paper lstm_large (4090 launches -> 9) came to 566 MB with 25,344 resume points
-# (its compile was not tried: bert_qkv's 2 MB fused module takes 2-5 s).
+# (its compile was not tried: the 2 MB fused module of bert_qkv takes 1-5.5 s, without and
+# with bounds checks).
 MAX_MODULE_MB = 200.0
 
 
