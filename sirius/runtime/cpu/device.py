@@ -39,7 +39,7 @@ _MODULES: dict[tuple[str, bool, bool, int], JitModule] = {}
 
 # A program that allocates less device memory than this runs for a short time: its module is
 # compiled with LLVM's O1 pipeline, which compiles faster than O2 (the fused TVM bert_qkv,
-# bounds-checked: 2.6-3.4 s against 3.6-4.8 s; a cold verify of 10.1 s becomes 6.2 s) and
+# bounds-checked: 2.6-2.7 s against 4.3-5.5 s; a cold verify of 10.1 s becomes 6.2 s) and
 # runs 3-10% slower (scripts/bench_executor.py: tiled matmul 42.0 vs 38.6 ms, the 1M-thread
 # elementwise kernel 13.1 vs 12.7 ms). Larger programs, and those whose size is not known,
 # get O2 (docs/runtime.md, "Compile levels").
