@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -179,7 +180,18 @@ def _instruction_lines(body: str) -> list[str]:
 _GLOBAL_REF_RE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w.$]+)')
 
 
-def _closure(roots: Collection[str], bodies: dict[str, str]) -> set[str]:
+def definitions(text: str) -> dict[str, str]:
+    """Each function a module's text defines, by name: its `define ... { ... }` text."""
+    return {m.group(1).strip('"'): m.group(0) for m in _DEFINE_RE.finditer(text)}
+
+
+def without_definitions(text: str, keep: Collection[str]) -> str:
+    """A module's text with the definitions of the functions not in `keep` left out (their
+    uses must be too: see `closure`)."""
+    return _DEFINE_RE.sub(lambda m: m.group(0) if m.group(1).strip('"') in keep else "", text)
+
+
+def closure(roots: Collection[str], bodies: dict[str, str]) -> set[str]:
     """`roots` and every function their bodies reference (`@name`: calls, function pointers),
     transitively, among the functions `bodies` defines."""
     todo = [n for n in roots if n in bodies]
@@ -193,17 +205,37 @@ def _closure(roots: Collection[str], bodies: dict[str, str]) -> set[str]:
     return seen
 
 
+# The last views built, by (module text, `only`): one program's device module is viewed by the
+# frontend's kernel facts, the kernel summaries and the executor, each from its own call. Views
+# are never changed after they are built, so the same view serves every caller; keyed by the
+# text, a module changed in place (a pass run on it) gets a view of its own.
+_RECENT: OrderedDict[tuple[str, frozenset[str] | None], ModuleView] = OrderedDict()
+_RECENT_SIZE = 3
+
+
 def build_view(module: llvm.ModuleRef, only: Collection[str] | None = None) -> ModuleView:
     """The view of `module`. `only`: the functions a caller reads; the view then holds their
     bodies and those of every function they reference, transitively, and the module's other
     definitions as entries without a body (`is_declaration` True, no text): a view of part of
     a big module (the fused kernels of a paper-shape model), which takes a fraction of the
-    time. Global variables are always all there."""
+    time. Global variables are always all there. A view is shared: never change one."""
     # Metadata numbers are only consistent within one print of the whole module, so every text
     # this view keeps (instructions, function bodies) is cut out of that one print.
     text = str(module)
-    bodies = {m.group(1).strip('"'): m.group(0) for m in _DEFINE_RE.finditer(text)}
-    keep = None if only is None else _closure(only, bodies)
+    key = (text, None if only is None else frozenset(only))
+    view = _RECENT.get(key)
+    if view is None:
+        view = _RECENT[key] = _build_view(module, text, only)
+        while len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
+    else:
+        _RECENT.move_to_end(key)
+    return view
+
+
+def _build_view(module: llvm.ModuleRef, text: str, only: Collection[str] | None) -> ModuleView:
+    bodies = definitions(text)
+    keep = None if only is None else closure(only, bodies)
     debug = DebugInfo.parse(text)
     by_addr: dict[int, Value] = {}
     functions: dict[str, Function] = {}

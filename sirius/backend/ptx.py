@@ -28,6 +28,7 @@ from pathlib import Path
 
 import llvmlite.binding as llvm
 
+from sirius.analysis.irview import closure, definitions, without_definitions
 from sirius.backend.ptxas import PtxasReport, assemble
 from sirius.diagnostics import SiriusError, ToolchainError
 
@@ -107,22 +108,42 @@ def parse(ir: str, what: str = "module") -> llvm.ModuleRef:
 
 
 def link_libdevice(mod: llvm.ModuleRef) -> bool:
-    """Link libdevice into `mod` when it calls `__nv_*`; its functions become internal."""
-    wanted = [f.name for f in mod.functions if f.is_declaration and f.name.startswith("__nv_")]
+    """Link libdevice into `mod` when it calls `__nv_*`; its functions become internal. Only
+    the functions called and those they call are linked: the rest would be dropped by the
+    optimizer anyway, after costing a parse, a link and passes (most of a small module's PTX
+    time)."""
+    wanted = frozenset(f.name for f in mod.functions
+                       if f.is_declaration and f.name.startswith("__nv_"))
     if not wanted:
         return False
-    lib = llvm.parse_bitcode(_libdevice_bytes())
+    _, bodies = _libdevice_text()
+    missing = sorted(wanted - set(bodies))
+    if missing:
+        raise BackendError(f"libdevice does not define {', '.join(missing)}")
+    lib = llvm.parse_assembly(_libdevice_part(wanted))
     lib.triple = mod.triple
     lib.data_layout = mod.data_layout
     defined = {f.name for f in lib.functions if not f.is_declaration}
-    missing = sorted(set(wanted) - defined)
-    if missing:
-        raise BackendError(f"libdevice does not define {', '.join(missing)}")
     mod.link_in(lib)
     for f in mod.functions:
         if f.name in defined and not f.is_declaration:
             f.linkage = llvm.Linkage.internal
     return True
+
+
+@functools.cache
+def _libdevice_text() -> tuple[str, dict[str, str]]:
+    """libdevice as LLVM IR text, and its definitions by name."""
+    _init()
+    text = str(llvm.parse_bitcode(_libdevice_bytes()))
+    return text, definitions(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _libdevice_part(wanted: frozenset[str]) -> str:
+    """libdevice's text with only the definitions of `wanted` and what they call."""
+    text, bodies = _libdevice_text()
+    return without_definitions(text, closure(wanted, bodies))
 
 
 def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int = 3) -> None:

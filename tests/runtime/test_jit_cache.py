@@ -79,34 +79,40 @@ def test_processes_that_need_one_module_build_it_once(tmp_path) -> None:
     assert all((tmp_path / f"out{i}").read_bytes() == b"object bytes" for i in range(3))
 
 
-def test_a_small_program_is_compiled_at_o1_and_a_large_one_at_o2(monkeypatch):
-    from sirius.runtime.cpu.device import SMALL_PROGRAM_BYTES, jit_speed
+def test_a_tiny_program_is_compiled_at_o0_a_small_one_at_o1_a_large_one_at_o2(monkeypatch):
+    from sirius.runtime.cpu.device import SMALL_PROGRAM_BYTES, TINY_PROGRAM_BYTES, jit_speed
 
     monkeypatch.delenv("SIRIUS_JIT_SPEED", raising=False)
-    assert jit_speed(1024) == 1
+    assert jit_speed(1024) == 0
+    assert jit_speed(TINY_PROGRAM_BYTES - 1) == 0
+    assert jit_speed(TINY_PROGRAM_BYTES) == 1
+    assert jit_speed(SMALL_PROGRAM_BYTES - 1) == 1
     assert jit_speed(SMALL_PROGRAM_BYTES) == 2
     assert jit_speed(None) == 2  # size unknown: a run that may be long
     monkeypatch.setenv("SIRIUS_JIT_SPEED", "2")
     assert jit_speed(1024) == 2
 
 
-def test_the_two_levels_are_two_objects_with_the_same_results(tmp_path, monkeypatch):
-    # same module, same counters and outputs at either level; the objects are cached apart
+@pytest.mark.parametrize("name", ["programs/device_counter.cu", "programs/warp_shuffle.cu",
+                                  "programs/warp_divergent.cu"])
+def test_the_three_levels_are_three_objects_with_the_same_results(name, tmp_path, monkeypatch):
+    # same module, same counters and outputs at every level; the objects are cached apart
+    # (warp_shuffle, warp_divergent: fibers, whose stacks must hold O0's larger frames)
     from sirius.runtime.cpu import device
     from sirius.runtime.cpu.device import CpuDevice
     from sirius.runtime.interpreter import run_host_program
 
     monkeypatch.setenv("SIRIUS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(device, "_MODULES", {})  # no module this process compiled before
-    program, kernels, host = analysed("programs/device_counter.cu")
+    program, kernels, host = analysed(name)
     outs = []
-    for speed in ("1", "2"):
+    for speed in ("0", "1", "2"):
         monkeypatch.setenv("SIRIUS_JIT_SPEED", speed)
         r = run_host_program(host, program, kernels, CpuDevice(check_bounds=True))
         outs.append(({k: v.tobytes() for k, v in r.final.items()},
                      [(x.stats.instructions, x.stats.global_load_bytes) for x in r.launches]))
-    assert outs[0] == outs[1]
-    assert len(list((tmp_path / "jit").glob("*.o"))) == 2
+    assert outs[0] == outs[1] == outs[2]
+    assert len(list((tmp_path / "jit").glob("*.o"))) == 3
 
 
 def test_a_module_over_the_size_limit_stops_with_the_reason(tmp_path, monkeypatch):

@@ -37,23 +37,29 @@ TRACE_DTYPE = np.dtype([("block", "<u4"), ("thread", "<u4"), ("addr", "<u8"), ("
 # by IR hash, instrumentation, loops, LLVM speed level
 _MODULES: dict[tuple[str, bool, bool, int], JitModule] = {}
 
-# A program that allocates less device memory than this runs for a short time: its module is
-# compiled with LLVM's O1 pipeline, which compiles faster than O2 (the fused TVM bert_qkv,
-# bounds-checked: 2.6-2.7 s against 4.3-5.5 s; a cold verify of 10.1 s becomes 6.2 s) and
-# runs 3-10% slower (scripts/bench_executor.py: tiled matmul 42.0 vs 38.6 ms, the 1M-thread
-# elementwise kernel 13.1 vs 12.7 ms). Larger programs, and those whose size is not known,
+# A program that allocates less device memory than SMALL_PROGRAM_BYTES runs for a short time:
+# its module is compiled with LLVM's O1 pipeline, which compiles faster than O2 (the fused TVM
+# bert_qkv, bounds-checked: 2.6-2.7 s against 4.3-5.5 s; a cold verify of 10.1 s becomes
+# 6.2 s) and runs 3-10% slower (scripts/bench_executor.py: tiled matmul 42.0 vs 38.6 ms, the
+# 1M-thread elementwise kernel 13.1 vs 12.7 ms). One under TINY_PROGRAM_BYTES gets no IR passes
+# and the code generator's fast instruction selection (O0): its runs take milliseconds, its
+# compile most of a verify (the 100 random programs of the test suite, all under 64 KiB: 20%
+# less CPU for fuse + verify than at O1). Larger programs, and those whose size is not known,
 # get O2 (docs/runtime.md, "Compile levels").
 SMALL_PROGRAM_BYTES = 512 * 1024
+TINY_PROGRAM_BYTES = 64 * 1024
 
 
 def jit_speed(data_bytes: int | None) -> int:
-    """LLVM's speed level for a program that allocates `data_bytes` of device memory: 1 for a
-    small program (a short run: compile time dominates), else 2; $SIRIUS_JIT_SPEED (1 or 2)
-    sets it for every program."""
+    """LLVM's speed level for a program that allocates `data_bytes` of device memory: 0 for a
+    tiny program, 1 for a small one (a short run: compile time dominates), else 2;
+    $SIRIUS_JIT_SPEED (0, 1 or 2) sets it for every program."""
     env = os.environ.get("SIRIUS_JIT_SPEED", "")
-    if env in ("1", "2"):
+    if env in ("0", "1", "2"):
         return int(env)
-    return 1 if data_bytes is not None and data_bytes < SMALL_PROGRAM_BYTES else 2
+    if data_bytes is None or data_bytes >= SMALL_PROGRAM_BYTES:
+        return 2
+    return 0 if data_bytes < TINY_PROGRAM_BYTES else 1
 
 
 def default_jobs() -> int:

@@ -41,11 +41,11 @@ from sirius.runtime.cpu import native, ptxlift
 from sirius.runtime.cpu.rewrite import HostModule, rewrite
 
 
-def _machine():
+def _machine(opt: int = 2):
     import llvmlite.binding as llvm
 
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), opt=2,
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), opt=opt,
                                         codemodel="jitdefault")
 
 
@@ -151,8 +151,8 @@ class JitModule:
     def __init__(self, view: ModuleView | Callable[[], ModuleView], instrument: bool = False,
                  source: str = "device code", loops: bool = True, text: str | None = None,
                  speed: int = 2):
-        if speed not in (1, 2):
-            raise ValueError(f"speed must be 1 or 2, not {speed}")
+        if speed not in (0, 1, 2):
+            raise ValueError(f"speed must be 0, 1 or 2, not {speed}")
         llvm, tm, triple = _target()
         lib = native.library()
         if isinstance(view, ModuleView):
@@ -196,6 +196,8 @@ class JitModule:
         except RuntimeError as e:  # a rewrite the verifier rejects is a bug in sirius
             raise SiriusError(f"internal: the CPU rewrite of {source} does not verify: {e}") \
                 from e
+        if self.speed == 0:  # no IR passes, and the code generator's fast instruction selection
+            tm = _machine(opt=0)
         pto = llvm.create_pipeline_tuning_options(speed_level=self.speed)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
