@@ -31,6 +31,7 @@ import llvmlite.binding as llvm
 from sirius.analysis.irview import closure, definitions, without_definitions
 from sirius.backend.ptxas import PtxasReport, assemble
 from sirius.diagnostics import SiriusError, ToolchainError
+from sirius.frontend import llvmctx
 
 TRIPLE = "nvptx64-nvidia-cuda"
 
@@ -100,7 +101,7 @@ def retarget(ir: str, arch: str, ptx: int, lineinfo: bool = True) -> str:
 def parse(ir: str, what: str = "module") -> llvm.ModuleRef:
     _init()
     try:
-        mod = llvm.parse_assembly(ir)
+        mod = llvmctx.parse(ir)
         mod.verify()
     except RuntimeError as e:
         raise BackendError(f"the {what} is not valid LLVM IR: {str(e).strip()}") from e
@@ -120,7 +121,7 @@ def link_libdevice(mod: llvm.ModuleRef) -> bool:
     missing = sorted(wanted - set(bodies))
     if missing:
         raise BackendError(f"libdevice does not define {', '.join(missing)}")
-    lib = llvm.parse_assembly(_libdevice_part(wanted))
+    lib = llvmctx.parse(_libdevice_part(wanted), llvmctx.context_of(mod))
     lib.triple = mod.triple
     lib.data_layout = mod.data_layout
     defined = {f.name for f in lib.functions if not f.is_declaration}
@@ -135,7 +136,7 @@ def link_libdevice(mod: llvm.ModuleRef) -> bool:
 def _libdevice_text() -> tuple[str, dict[str, str]]:
     """libdevice as LLVM IR text, and its definitions by name."""
     _init()
-    text = str(llvm.parse_bitcode(_libdevice_bytes()))
+    text = str(llvmctx.parse_bitcode(_libdevice_bytes()))
     return text, definitions(text)
 
 

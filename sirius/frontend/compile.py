@@ -19,7 +19,7 @@ from pathlib import Path
 import llvmlite.binding as llvm
 
 from sirius.diagnostics import FrontendError, Location
-from sirius.frontend import pch
+from sirius.frontend import llvmctx, pch
 from sirius.frontend.cache import IRCache
 from sirius.frontend.program import Program
 from sirius.frontend.toolchain import (
@@ -92,9 +92,10 @@ def _frontend_error(src: Path, stderr: str) -> FrontendError:
     return FrontendError(summary, loc, diagnostics="\n".join(kept[:40]), notes=tuple(notes))
 
 
-def _parse_verified(text: str, what: str, src: Path) -> llvm.ModuleRef:
+def _parse_verified(text: str, what: str, src: Path,
+                    context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
     try:
-        mod = llvm.parse_assembly(text)
+        mod = llvmctx.parse(text, context)
         mod.verify()
     except RuntimeError as e:  # llvmlite reports parse and verify failures this way
         raise FrontendError(f"clang produced {what} IR for {src.name} that LLVM rejects: {e}",
@@ -128,10 +129,11 @@ def check_c_source(src: Path, text: str) -> None:
                    "the CUDA code into a .cu file and keep the C host code in the .c file",))
 
 
-def _parse_pair(device: str, host: str, src: Path):
-    """The device (None for a C file) and host modules of one input, parsed and verified."""
-    dmod = _parse_verified(device, "device", src) if device else None
-    return dmod, _parse_verified(host, "host", src)
+def _parse_pair(device: str, host: str, src: Path, contexts: tuple):
+    """The device (None for a C file) and host modules of one input, parsed and verified into
+    `contexts` (device, host: those of the program's other inputs, which they are linked to)."""
+    dmod = _parse_verified(device, "device", src, contexts[0]) if device else None
+    return dmod, _parse_verified(host, "host", src, contexts[1])
 
 
 def _compile_one(tc: Toolchain, src: Path, arch: str, extra: list[str],
@@ -241,15 +243,16 @@ def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
     device_mod = host_mod = None
     all_hit = True
     dev_texts, host_texts = [], []
+    contexts = (llvmctx.new_context(), llvmctx.new_context())
     for p in paths:
         device, host, hit = _compile_one(tc, p, arch, extra, use_cache)
         if hit:
             try:
-                dmod, hmod = _parse_pair(device, host, p)
+                dmod, hmod = _parse_pair(device, host, p, contexts)
             except FrontendError:  # a cached entry LLVM rejects is the cache's fault: rebuild it
                 device, host, hit = _compile_one(tc, p, arch, extra, use_cache, lookup=False)
         if not hit:
-            dmod, hmod = _parse_pair(device, host, p)
+            dmod, hmod = _parse_pair(device, host, p, contexts)
         all_hit &= hit
         if dmod is not None:
             dev_texts.append(device)

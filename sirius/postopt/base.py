@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 import llvmlite.binding as llvm
 
 from sirius.diagnostics import Location, SiriusError
+from sirius.frontend import llvmctx
 
 if TYPE_CHECKING:
     from sirius.analysis.host.model import HostProgram
@@ -150,7 +151,7 @@ def parse_ir(text: str, what: str, source: str = "<module>",
              context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
     """`text` parsed and verified; IRError naming `source`:line:col and showing the line."""
     try:
-        mod = llvm.parse_assembly(text, context)
+        mod = llvmctx.parse(text, context)
     except RuntimeError as e:
         msg = str(e)
         m = _LLVM_LOC.search(msg)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import llvmlite.binding as llvm
 
+from sirius.frontend import llvmctx
 from sirius.postopt.base import (
     HostRewrite,
     ModulePass,
@@ -105,7 +106,7 @@ def run_pipeline(ir_text: str, passes: Sequence[ModulePass], ctx: PassContext | 
                             "ModuleRef")
         if verify_each and isinstance(out, llvm.ModuleRef):
             parse_ir(text, f"{what}, printed and parsed again,", ctx.source,
-                     llvm.create_context())
+                     llvmctx.new_context())
         steps.append(PassStep(str(p), t1 - t0, time.perf_counter() - t1, text != module.text,
                               notes))
         if p.name in print_after or "all" in print_after:

@@ -21,6 +21,7 @@ import numpy as np
 
 from sirius.analysis.host.model import BufferArg, DevRef, HostProgram, Launch, Loop, Op, Rotating
 from sirius.backend.ptxas import KernelResources
+from sirius.frontend import llvmctx
 from sirius.tune.model import LaunchCounts, Segment
 
 PRECISIONS = {"half": "f16", "bfloat": "f16", "float": "f32", "double": "f64"}
@@ -78,9 +79,7 @@ def augment(ir: str, precision: str) -> str:
 
 
 def _program(ir: str, files) -> ProgramText:
-    import llvmlite.binding as llvm
-
-    return ProgramText(ir, llvm.parse_assembly(ir), tuple(files))
+    return ProgramText(ir, llvmctx.parse(ir), tuple(files))
 
 
 def input_dtypes(original) -> dict[str, np.dtype]:

@@ -93,9 +93,9 @@ class LazyProgram:
 
     @functools.cached_property
     def device_module(self) -> object:
-        import llvmlite.binding as llvm
+        from sirius.frontend import llvmctx
 
-        return llvm.parse_assembly(self.device_ir)
+        return llvmctx.parse(self.device_ir)
 
 
 _CTX: RunContext | None = None

@@ -56,6 +56,7 @@ import llvmlite.binding as llvm
 from sirius.analysis.irview import ModuleView, build_view
 from sirius.backend.ptx import ptx_version_for, target_machine
 from sirius.diagnostics import SiriusError
+from sirius.frontend import llvmctx
 from sirius.fusion.codegen.assemble import Assembler
 from sirius.fusion.codegen.fragment import make_fragments
 from sirius.fusion.spec import CodegenError, FusedKernelSpec, FusedModule
@@ -115,7 +116,7 @@ class FuseKernels:
 # helpers --------------------------------------------------------------------------------------
 def _parse(text: str, what: str) -> llvm.ModuleRef:
     try:
-        mod = llvm.parse_assembly(text)
+        mod = llvmctx.parse(text)
     except RuntimeError as e:
         raise CodegenError(f"the {what} does not parse: {str(e).strip()}") from e
     _verify(mod, what)

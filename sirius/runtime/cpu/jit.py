@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from sirius.analysis.irview import ModuleView, build_view
 from sirius.diagnostics import SiriusError
+from sirius.frontend import llvmctx
 from sirius.frontend.cache import cache_dir
 from sirius.frontend.toolchain import cache_root
 from sirius.runtime.cpu import native, ptxlift
@@ -166,7 +167,7 @@ class JitModule:
             v = view_of()
             lifted = ptxlift.lift(v.text)  # inline PTX (fp16/bf16 headers) as LLVM IR
             if lifted.lifted:
-                v = build_view(llvm.parse_assembly(lifted.text))
+                v = build_view(llvmctx.parse(lifted.text))
             host = rewrite(v, str(tm.target_data), triple, lambda name: hasattr(lib, name),
                            instrument, loops)
             _check_size(len(host.text), source)
@@ -191,7 +192,7 @@ class JitModule:
 
     def _compile(self, llvm, tm, source: str) -> bytes:
         try:
-            mod = llvm.parse_assembly(self.host.text)
+            mod = llvmctx.parse(self.host.text)
             mod.verify()
         except RuntimeError as e:  # a rewrite the verifier rejects is a bug in sirius
             raise SiriusError(f"internal: the CPU rewrite of {source} does not verify: {e}") \
