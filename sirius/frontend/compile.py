@@ -230,20 +230,14 @@ def check_inputs(paths: list[Path]) -> None:
                                 f"{p}: not a regular file")
 
 
-def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
-                    extra_flags: list[str] | None = None, use_cache: bool = True) -> Program:
-    """Compile one or more `.cu` files into a `Program` (modules parsed and verified)."""
-    paths = [Path(files)] if isinstance(files, (str, Path)) else [Path(f) for f in files]
-    check_inputs(paths)
-    if not re.fullmatch(r"sm_\d+a?", arch):
-        raise FrontendError(f"bad --arch {arch!r}: expected an sm_XX name such as sm_80")
-    tc = toolchain()
-    extra = list(extra_flags or [])
-    start = time.perf_counter()
+def _parse_and_link(tc: Toolchain, paths: list[Path], arch: str, extra: list[str],
+                    use_cache: bool, contexts: tuple):
+    """Each input compiled (or read from the cache), parsed into `contexts` (device, host)
+    and linked: (device module or None, host module, all from the cache, device IR texts,
+    host IR texts)."""
     device_mod = host_mod = None
     all_hit = True
     dev_texts, host_texts = [], []
-    contexts = (llvmctx.new_context(), llvmctx.new_context())
     for p in paths:
         device, host, hit = _compile_one(tc, p, arch, extra, use_cache)
         if hit:
@@ -270,6 +264,22 @@ def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
         except RuntimeError as e:
             raise FrontendError(f"cannot link {p.name} with the other inputs: {e}",
                                 Location(str(p), 1)) from e
+    return device_mod, host_mod, all_hit, dev_texts, host_texts
+
+
+def compile_program(files: list[str | Path] | str | Path, arch: str = "sm_80",
+                    extra_flags: list[str] | None = None, use_cache: bool = True) -> Program:
+    """Compile one or more `.cu` files into a `Program` (modules parsed and verified)."""
+    paths = [Path(files)] if isinstance(files, (str, Path)) else [Path(f) for f in files]
+    check_inputs(paths)
+    if not re.fullmatch(r"sm_\d+a?", arch):
+        raise FrontendError(f"bad --arch {arch!r}: expected an sm_XX name such as sm_80")
+    tc = toolchain()
+    extra = list(extra_flags or [])
+    start = time.perf_counter()
+    with llvmctx.shared_context() as dctx, llvmctx.shared_context() as hctx:
+        device_mod, host_mod, all_hit, dev_texts, host_texts = _parse_and_link(
+            tc, paths, arch, extra, use_cache, (dctx, hctx))
     if device_mod is None:
         raise FrontendError("no CUDA source among the inputs: .c files are C host code; give "
                             "the .cu file that defines the kernels as well",

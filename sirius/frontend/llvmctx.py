@@ -18,6 +18,9 @@ none is kept.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 from llvmlite.binding.context import ContextRef
@@ -61,13 +64,22 @@ class _Module(llvm.ModuleRef):
             self._context.release()
 
 
-def new_context() -> llvm.ContextRef:
-    """A context for `parse` to share between modules that are linked together."""
-    return _Context()
+@contextmanager
+def shared_context() -> Iterator[llvm.ContextRef]:
+    """A context for `parse` to share between modules that are linked together. It lives at
+    least until the `with` ends, even when every module parsed into it so far is gone (a
+    module dropped after a failed parse must not take the context of the next one); then
+    with its last module."""
+    ctx = _Context()
+    ctx.users += 1
+    try:
+        yield ctx
+    finally:
+        ctx.release()
 
 
 def parse(text: str, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
-    """`text` parsed into `context` (from `new_context` or `context_of`), or into a new context
+    """`text` parsed into `context` (from `shared_context` or `context_of`), or into a new context
     of its own; RuntimeError as llvmlite's for text that does not parse."""
     ctx = _usable(context)
     try:
@@ -95,7 +107,9 @@ def _usable(context: llvm.ContextRef | None) -> _Context:
     if context is None:
         return _Context()
     if not isinstance(context, _Context):
-        raise TypeError("llvmctx.parse: a context from llvmctx.new_context or context_of")
+        raise TypeError("llvmctx.parse: a context from llvmctx.shared_context or context_of")
+    if context.closed:
+        raise ValueError("llvmctx.parse: that context was disposed with its last module")
     return context
 
 

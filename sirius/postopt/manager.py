@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, TextIO
 
 import llvmlite.binding as llvm
 
-from sirius.frontend import llvmctx
 from sirius.postopt.base import (
     HostRewrite,
     ModulePass,
@@ -105,8 +104,7 @@ def run_pipeline(ir_text: str, passes: Sequence[ModulePass], ctx: PassContext | 
             raise TypeError(f"pass {p.name} returned {type(out).__name__}, not IR text or a "
                             "ModuleRef")
         if verify_each and isinstance(out, llvm.ModuleRef):
-            parse_ir(text, f"{what}, printed and parsed again,", ctx.source,
-                     llvmctx.new_context())
+            parse_ir(text, f"{what}, printed and parsed again,", ctx.source)
         steps.append(PassStep(str(p), t1 - t0, time.perf_counter() - t1, text != module.text,
                               notes))
         if p.name in print_after or "all" in print_after:

@@ -55,15 +55,33 @@ def test_the_context_is_disposed_with_its_last_module():
 
 
 def test_linked_modules_share_a_context_and_the_destination_disposes_it():
-    ctx = llvmctx.new_context()
-    a, b = llvmctx.parse(IR, ctx), llvmctx.parse(OTHER, ctx)
-    assert ctx.users == 2
-    a.link_in(b)  # b is given to a: no longer a user
+    with llvmctx.shared_context() as ctx:
+        a, b = llvmctx.parse(IR, ctx), llvmctx.parse(OTHER, ctx)
+        assert ctx.users == 3  # the two modules and the `with`
+        a.link_in(b)  # b is given to a: no longer a user
+        assert ctx.users == 2
     assert ctx.users == 1 and not ctx.closed
     assert {f.name for f in a.functions} == {"f", "h"}
     del a, b
     gc.collect()
     assert ctx.closed
+
+
+def test_a_shared_context_outlives_a_module_dropped_inside_the_with():
+    # compile_program parses a device module, then the host one fails: the device module is
+    # dropped, and the retry parses into the same context, which must still be there
+    with llvmctx.shared_context() as ctx:
+        dropped = llvmctx.parse(IR, ctx)
+        del dropped
+        gc.collect()
+        assert not ctx.closed
+        kept = llvmctx.parse(IR, ctx)
+    assert kept.get_function("f") and not ctx.closed
+    del kept
+    gc.collect()
+    assert ctx.closed
+    with pytest.raises(ValueError, match="disposed"):
+        llvmctx.parse(IR, ctx)
 
 
 def test_a_module_parsed_into_anothers_context_links_into_it():
@@ -76,17 +94,17 @@ def test_a_module_parsed_into_anothers_context_links_into_it():
 def test_text_that_does_not_parse_raises_as_llvmlite_does():
     with pytest.raises(RuntimeError, match="parsing error"):
         llvmctx.parse("define i32 @f( {")
-    ctx = llvmctx.new_context()
-    with pytest.raises(RuntimeError):  # a context given stays usable after a failure
-        llvmctx.parse("garbage", ctx)
-    keep = llvmctx.parse(IR, ctx)
-    with pytest.raises(RuntimeError):
-        llvmctx.parse("garbage", ctx)
-    assert ctx.users == 1 and not ctx.closed and keep.get_function("f")
+    with llvmctx.shared_context() as ctx:
+        with pytest.raises(RuntimeError):  # a context given stays usable after a failure
+            llvmctx.parse("garbage", ctx)
+        keep = llvmctx.parse(IR, ctx)
+        with pytest.raises(RuntimeError):
+            llvmctx.parse("garbage", ctx)
+        assert ctx.users == 2 and keep.get_function("f")
 
 
 def test_only_its_own_contexts_are_accepted():
     import llvmlite.binding as llvm
 
-    with pytest.raises(TypeError, match="new_context"):
+    with pytest.raises(TypeError, match="shared_context"):
         llvmctx.parse(IR, llvm.get_global_context())
