@@ -81,18 +81,17 @@ def shared_context() -> Iterator[llvm.ContextRef]:
 def parse(text: str, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
     """`text` parsed into `context` (from `shared_context` or `context_of`), or into a new context
     of its own; RuntimeError as llvmlite's for text that does not parse."""
-    ctx = _usable(context)
-    try:
-        return _adopt(llvm.parse_assembly(text, ctx))
-    except RuntimeError:
-        _discard(ctx, context)
-        raise
+    return _parse(llvm.parse_assembly, text, context)
 
 
 def parse_bitcode(data: bytes, context: llvm.ContextRef | None = None) -> llvm.ModuleRef:
+    return _parse(llvm.parse_bitcode, data, context)
+
+
+def _parse(how, data, context: llvm.ContextRef | None) -> llvm.ModuleRef:
     ctx = _usable(context)
     try:
-        return _adopt(llvm.parse_bitcode(data, ctx))
+        return _adopt(how(data, ctx))
     except RuntimeError:
         _discard(ctx, context)
         raise
