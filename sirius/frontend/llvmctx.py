@@ -39,8 +39,11 @@ class _Context(ContextRef):
     def release(self) -> None:
         self.users -= 1
         if self.users == 0:
-            ffi.lib.LLVMPY_ContextDispose(self)
-            self.detach()
+            self.free()
+
+    def free(self) -> None:
+        ffi.lib.LLVMPY_ContextDispose(self)
+        self.detach()
 
 
 class _Module(llvm.ModuleRef):
@@ -115,8 +118,7 @@ def _usable(context: llvm.ContextRef | None) -> _Context:
 def _discard(ctx: _Context, given: llvm.ContextRef | None) -> None:
     """After a failed parse: the context made for it goes (one the caller gave stays theirs)."""
     if given is None:
-        ctx.users += 1
-        ctx.release()
+        ctx.free()
 
 
 def _adopt(mod: llvm.ModuleRef) -> llvm.ModuleRef:

@@ -51,6 +51,12 @@ def _machine(opt: int = 2):
 
 
 @functools.cache
+def _fast_machine():
+    """The target machine that compiles O0 objects (fast instruction selection)."""
+    return _machine(opt=0)
+
+
+@functools.cache
 def _target():
     """llvmlite, the target machine that compiles, and the host triple.
 
@@ -198,7 +204,7 @@ class JitModule:
             raise SiriusError(f"internal: the CPU rewrite of {source} does not verify: {e}") \
                 from e
         if self.speed == 0:  # no IR passes, and the code generator's fast instruction selection
-            tm = _machine(opt=0)
+            tm = _fast_machine()
         pto = llvm.create_pipeline_tuning_options(speed_level=self.speed)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)

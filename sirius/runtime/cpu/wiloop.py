@@ -318,10 +318,8 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
         uid[0] += 1
         return f"%__wi.t{uid[0]}"
 
-    def replace(line: str, name: str, new: str, lo: int = 0, hi: int | None = None) -> str:
-        hi = len(line) if hi is None else hi
-        seg = re.sub(re.escape(_ref(name)) + r'(?![-\w.$"])', new, line[lo:hi])
-        return line[:lo] + seg + line[hi:]
+    def replace(line: str, name: str, new: str, lo: int = 0) -> str:
+        return line[:lo] + re.sub(re.escape(_ref(name)) + r'(?![-\w.$"])', new, line[lo:])
 
     def load_uses(line: str) -> tuple[list[str], str]:
         pre = []
