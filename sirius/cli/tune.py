@@ -86,6 +86,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             raise SiriusError(f"{f}: no such file")
     if args.runs < 1 or args.warmup < 0 or args.input_sets < 1:
         raise SiriusError("--runs and --input-sets must be at least 1, --warmup at least 0")
+    if args.megakernel_launches is not None and args.megakernel_launches < 0:
+        raise SiriusError("--megakernel-launches must be at least 0")
     runs = load_runs(args.calibrate) if args.calibrate else None  # checked before compiling
     device, why = _device(args.measure)
     g, gpu_notes = _choose_gpu(args, runs, device)
@@ -110,7 +112,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     config = MeasureConfig(args.runs, args.warmup, args.input_sets, not args.no_flush)
     result = tune(src, g, assumptions=a, jobs=args.jobs or default_jobs(), use_ray=args.ray,
                   ray_address=args.ray_address, verify_all=args.verify_all, progress=say,
-                  device=device, measure_config=config, measure_why=why, calibration=cal)
+                  device=device, measure_config=config, measure_why=why, calibration=cal,
+                  megakernel_launches=args.megakernel_launches)
     result.notes[:0] = ([note] if note else []) + gpu_notes
     for p in write_outputs(result, out):
         say(f"wrote {p}")
@@ -189,6 +192,10 @@ def register(sub) -> None:
                     help="build variants as Ray tasks (needs sirius[scale])")
     sp.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     sp.add_argument("--seed", type=int, default=7, help="input seed (default 7)")
+    sp.add_argument("--megakernel-launches", type=int, default=None, metavar="N",
+                    help="build the megakernel variants only for programs of at most N "
+                         "launches (default: the launches one megakernel covers, "
+                         "fusion.megakernel.MEGAKERNEL_LAUNCHES; 0: never)")
     sp.add_argument("--verify-all", action="store_true",
                     help="verify every variant, not only until one passes")
     sp.set_defaults(func=_cmd_tune)

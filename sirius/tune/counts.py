@@ -132,8 +132,12 @@ def launch_regions(host: HostProgram) -> list[int]:
 
 
 def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, KernelResources],
-            *, seed: int, dtypes, regions: bool = True) -> list[LaunchCounts]:
-    """Run `host` with device module `ir` and return the model's inputs per dynamic launch."""
+            *, seed: int, dtypes, regions: bool = True,
+            segment_blocks: dict[str, tuple[int | None, ...]] | None = None
+            ) -> list[LaunchCounts]:
+    """Run `host` with device module `ir` and return the model's inputs per dynamic launch;
+    `segment_blocks`: per megakernel (its IR name), the blocks each segment gives work to
+    (`megakernel_segment_blocks`)."""
     base = _run(host, _program(ir, files), kernels, seed, dtypes)
     flops: list[dict[str, int]] = [{} for _ in base.launches]
     # a megakernel's FLOPs per segment: the same difference, segment by segment
@@ -156,6 +160,7 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
         feet = [footprint(t.records) for t in traced.traces]
         exact = True
     region_of = launch_regions(host) if regions else [-1] * len(statics)
+    segment_blocks = segment_blocks or {}
     out = []
     for rec, fl, sfl in zip(base.launches, flops, seg_flops, strict=True):
         s = rec.stats
@@ -167,8 +172,31 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
             r.registers if r else None, r.smem if r else 0,
             s.shared_load_bytes + s.shared_store_bytes, s.barriers,
             region_of[rec.launch_index], feet[len(out)], exact, s.sync,
-            tuple(Segment(ins, ld + st, tuple(sorted(f.items())))
-                  for (ins, ld, st), f in zip(s.segments, sfl, strict=True))))
+            tuple(Segment(ins, ld + st, tuple(sorted(f.items())), nb)
+                  for (ins, ld, st), f, nb in zip(
+                      s.segments, sfl,
+                      segment_blocks.get(op.mangled, (None,) * len(s.segments)),
+                      strict=True))))
+    return out
+
+
+def megakernel_segment_blocks(megakernels) -> dict[str, tuple[int | None, ...]]:
+    """Per megakernel (FuseResult.megakernels), per segment: the blocks of its grid that get
+    work, the most blocks one of the segment's members needs (every member runs over its own
+    blocks from block 0, model.Segment.blocks); None where a member's need is not known."""
+    from math import prod
+
+    out: dict[str, tuple[int | None, ...]] = {}
+    for rec in megakernels:
+        k = rec.kernel
+        if k is None:
+            continue
+        threads = prod(k.block)
+        per: list[int | None] = []
+        for seg in k.spec.segments():
+            needs = [k.spec.members[m].blocks_needed(threads) for m in seg]
+            per.append(None if any(n is None for n in needs) else max(needs, default=1))
+        out[k.name] = tuple(per)
     return out
 
 

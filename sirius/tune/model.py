@@ -36,7 +36,9 @@ Inputs and how executor counts become them (sirius/tune/counts.py measures them)
 
 A *megakernel* launch (`--megakernel grid|counters`) is estimated per segment: each segment's
 DRAM, compute and issue terms (its own counts; the launch's charged DRAM bytes shared out in
-proportion to its executor bytes) with the launch's occupancy and waves, the segments' largest
+proportion to its executor bytes) with the launch's occupancy and the waves of the blocks that
+segment gives work to (a segment of members of 8 blocks keeps 8 blocks of the grid busy, however
+large the grid: `Segment.blocks`), the segments' largest
 terms added up (they run one after another), plus `grid_sync_us` per grid barrier or `wait_us`
 per dependence wait between two segments: both assumptions, stated in the estimate's notes.
 
@@ -89,10 +91,15 @@ class Segment:
     instructions: int
     dram_bytes: int                  # global loads + stores
     flops: tuple[tuple[str, int], ...] = ()
+    # the blocks of the megakernel's grid that get work in this segment: its members run over
+    # their own blocks from block 0 (a block-stride loop past the grid), so at most the most
+    # blocks one member needs; None: unknown, the whole grid
+    blocks: int | None = None
 
     def to_json(self) -> dict:
         return {"instructions": self.instructions, "dram_bytes": self.dram_bytes,
-                "flops": dict(self.flops)}
+                "flops": dict(self.flops),
+                **({"blocks": self.blocks} if self.blocks is not None else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,11 +197,13 @@ def _segments(v: object, bad) -> tuple[Segment, ...]:
     if not isinstance(v, list) or not all(
             isinstance(g, dict) and isinstance(g.get("instructions"), int)
             and isinstance(g.get("dram_bytes"), int) and isinstance(g.get("flops", {}), dict)
+            and isinstance(g.get("blocks", 1), int) and g.get("blocks", 1) > 0
             for g in v):
-        raise bad("'segments' must be a list of objects with instructions, dram_bytes and "
-                  "flops")
+        raise bad("'segments' must be a list of objects with instructions, dram_bytes, "
+                  "flops and optionally blocks (> 0)")
     return tuple(Segment(g["instructions"], g["dram_bytes"],
-                         tuple(sorted(g.get("flops", {}).items()))) for g in v)
+                         tuple(sorted(g.get("flops", {}).items())), g.get("blocks"))
+                 for g in v)
 
 
 # occupancy ------------------------------------------------------------------------------------
@@ -393,13 +402,17 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
     w = Waves(max(1, c.blocks), gpu.sms, occ.blocks_per_sm, occ.warps_per_block)
     issue_slow = w.slowdown(a.issue_warps_per_sm)
     dram_slow = w.slowdown(max(1.0, a.dram_warp_fraction * gpu.max_warps_per_sm))
+    whole = issue_slow, dram_slow
     dram_bytes = c.dram_bytes
     if c.footprint is not None and c.footprint <= gpu.l2_bytes:
         dram_bytes = min(c.dram_bytes, c.footprint)
     else:
         notes.append("DRAM bytes: executor global bytes (an upper bound: the footprint does "
                      "not fit in L2 or is unknown)")
-    def terms(instructions: int, nbytes: float, flops) -> tuple[float, float, float]:
+
+    def terms(instructions: int, nbytes: float, flops,
+              slow: tuple[float, float]) -> tuple[float, float, float]:
+        issue_slow, dram_slow = slow
         return (nbytes / gpu.dram_bytes_per_s * dram_slow,
                 sum(n / gpu.flops_per_s(p) for p, n in flops) * issue_slow,
                 instructions * a.sass_per_ir / (gpu.issue_rate * a.issue_rate_factor)
@@ -407,8 +420,16 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
 
     if c.segments:  # a megakernel: its segments one after another, a sync between two
         total = max(1, sum(g.dram_bytes for g in c.segments))
-        per = [terms(g.instructions, dram_bytes * g.dram_bytes / total, g.flops)
-               for g in c.segments]
+        per = []
+        for g in c.segments:
+            active = max(1, c.blocks) if g.blocks is None else max(1, min(c.blocks, g.blocks))
+            slow = whole
+            if active != max(1, c.blocks):  # this segment's waves, not the whole grid's
+                sw = Waves(active, gpu.sms, occ.blocks_per_sm, occ.warps_per_block)
+                slow = (sw.slowdown(a.issue_warps_per_sm),
+                        sw.slowdown(max(1.0, a.dram_warp_fraction * gpu.max_warps_per_sm)))
+            per.append(terms(g.instructions, dram_bytes * g.dram_bytes / total, g.flops,
+                             slow))
         each = a.grid_sync_us if c.sync == "grid" else a.wait_us
         n = len(c.segments)
         notes.append(f"megakernel ({c.sync}): {n} segments, each bound by its own largest "
@@ -419,7 +440,7 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
         return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w,
                         tuple(notes), dram_bytes, (n - 1) * each * 1e-6,
                         sum(max(x) for x in per))
-    dram, compute, issue = terms(c.instructions, dram_bytes, c.flops)
+    dram, compute, issue = terms(c.instructions, dram_bytes, c.flops, whole)
     return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes),
                     dram_bytes)
 

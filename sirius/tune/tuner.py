@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from sirius.diagnostics import SiriusError
+from sirius.fusion.megakernel import MEGAKERNEL_LAUNCHES
 from sirius.tune import fanout, variants
 from sirius.tune.gpus import Gpu
 from sirius.tune.measure import MeasureConfig, Measured, MeasureInfo
@@ -112,10 +113,12 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
          use_ray: bool = False, ray_address: str | None = None, verify_all: bool = False,
          progress: Progress = lambda _: None, device=None,
          measure_config: MeasureConfig | None = None, measure_why: str = "not asked",
-         calibration=None) -> TuneResult:
+         calibration=None, megakernel_launches: int | None = None) -> TuneResult:
     """Explore, estimate, measure (with a GPU `device`), verify and choose (module docstring);
     `measure_why` says why measurement is on or off, `calibration` is reported as given
-    (`gpu` and `assumptions` already carry its constants)."""
+    (`gpu` and `assumptions` already carry its constants); the megakernel variants are built
+    only for programs of at most `megakernel_launches` launches (None: MEGAKERNEL_LAUNCHES, what
+    one megakernel covers; 0: never)."""
     assumptions = assumptions or Assumptions()
     secs: dict[str, float] = {}
     notes: list[str] = []
@@ -127,8 +130,21 @@ def tune(src: Source, gpu: Gpu, *, assumptions: Assumptions | None = None, jobs:
     n_regions = len(variants.plan_for(src, True, "auto").regions)
     secs["analysis"] = time.perf_counter() - t
 
+    if megakernel_launches is None:
+        megakernel_launches = MEGAKERNEL_LAUNCHES
+    launches = variants.program_launches(src)
+    with_mk = 0 < launches <= megakernel_launches
+    if not with_mk:
+        notes.append(
+            f"megakernel variants not built: the program runs {launches} launches, more than "
+            f"--megakernel-launches {megakernel_launches}" if megakernel_launches else
+            "megakernel variants not built (--megakernel-launches 0)")
+        if megakernel_launches:
+            notes[-1] += (" (past it a megakernel is cut into parts anyway, and building them "
+                          "cost paper lstm_large, 4090 launches, 16 of 29 minutes to end in the "
+                          "executor's size limit: BENCHMARKS.md)")
     t = time.perf_counter()
-    reqs = variants.whole_program_requests(src, splits)
+    reqs = variants.whole_program_requests(src, splits, with_mk)
     progress(f"building {len(reqs)} variants ({n_regions} region(s); "
              f"{'Ray' if use_ray else f'{jobs} job(s)'})")
     results, ran_on = fanout.run_requests(reqs, jobs=jobs, use_ray=use_ray,

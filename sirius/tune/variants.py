@@ -251,7 +251,9 @@ def build(req: Request, measure: bool = True):
     plan = mixed_plan(req)
     res = generate(plan, [Path(f) for f in src.files], passes=passes_without(req.without))
     counts = C.measure(res.host, res.device_ir, src.files, o.kernels, res.resources,
-                       seed=src.seed, dtypes=s.dtypes) if measure else []
+                       seed=src.seed, dtypes=s.dtypes,
+                       segment_blocks=C.megakernel_segment_blocks(res.megakernels)
+                       ) if measure else []
     fused = tuple({"name": r.name, "arrangement": r.arrangement, "region": r.region,
                    "members": [f"{n.sid} {n.launch.kernel}" for n in r.nodes]}
                   for r in res.fused)
@@ -316,15 +318,25 @@ def build_variant(req: Request) -> VariantResult:
                          megakernel=req.megakernel, without=req.without, smem=req.smem)
 
 
-def whole_program_requests(src: Source, splits: list[bool]) -> list[Request]:
+def whole_program_requests(src: Source, splits: list[bool],
+                           megakernels: bool = True) -> list[Request]:
     out = [Request(src, "original", False, "original", original=True)]
     for split in splits:
         tag = "" if split else " (no storage split)"
         out += [Request(src, f"{c}{tag}", split, c) for c in CHOICES]
     # the megakernels, over the default plan (they are whole-program variants: a region's
     # megakernel time is not mixed with other regions' choices)
-    out += [Request(src, f"megakernel {m}", True, "auto", megakernel=m) for m in MEGAKERNELS]
+    if megakernels:
+        out += [Request(src, f"megakernel {m}", True, "auto", megakernel=m)
+                for m in MEGAKERNELS]
     return out
+
+
+def program_launches(src: Source) -> int:
+    """The launches the original program runs (host loops counted by their trip counts)."""
+    from sirius.fusion.plan.planner import launch_count
+
+    return launch_count(session(src).original.host.ops)
 
 
 def with_choices(req: Request, choices: list[str], label: str) -> Request:

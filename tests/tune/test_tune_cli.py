@@ -48,6 +48,7 @@ def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys, monkeypatch
         assert off["passes_off"] == [name] and name not in off["trade_off_passes_changed"]
         assert off["ir_sha"] != by["auto"]["ir_sha"] and off["estimate"] is not None
     assert "auto without loop-fuse" not in by  # it changed nothing here
+    assert "megakernel grid" in by and "megakernel counters" in by  # 4 launches <= 512
     chosen = next(v for v in doc["variants"] if v["label"] == doc["chosen"])
     assert chosen["verified"] is True
     assert chosen["launches"] == {"before": 4, "after": 1, "run": 1}
@@ -84,6 +85,32 @@ def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys, monkeypatch
 def test_unknown_gpu_is_a_clear_error(tmp_path, capsys):
     assert main(["tune", CHAIN, "-o", str(tmp_path / "o"), "--gpu", "GTX 480"]) == 2
     assert "unknown GPU 'GTX 480'" in capsys.readouterr().err
+
+
+def test_megakernel_variants_only_up_to_megakernel_launches(tmp_path, capsys, monkeypatch):
+    """Programs of more launches than --megakernel-launches get no megakernel variants (their
+    build is not started at all); a negative limit is refused before any work."""
+    from sirius.tune import fanout
+
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def record(reqs, **_):
+        asked.append([q.label for q in reqs])
+        raise Stop
+
+    monkeypatch.setattr(fanout, "run_requests", record)
+    src = Source((CHAIN,), "sm_90")  # 4 launches
+    for limit, want in ((3, False), (4, True), (0, False)):
+        with pytest.raises(Stop):
+            tune(src, gpu("H100 SXM"), megakernel_launches=limit)
+        assert ("megakernel grid" in asked[-1]) is want
+        assert ("megakernel counters" in asked[-1]) is want
+        assert "auto" in asked[-1]
+    assert main(["tune", CHAIN, "-o", str(tmp_path / "o"), "--megakernel-launches", "-1"]) == 2
+    assert "--megakernel-launches must be at least 0" in capsys.readouterr().err
 
 
 def test_missing_file_is_a_clear_error(tmp_path, capsys):

@@ -132,3 +132,32 @@ def test_a_megakernel_is_estimated_segment_by_segment_with_its_syncs():
                                         sync="grid", segments=(Segment(10, 10),) * 20), h)
     assert tiny.bound == "sync" and tiny.explain().startswith("sync-bound")
     assert any("megakernel (grid): 20 segments" in n for n in tiny.notes)
+
+
+def test_a_megakernel_segment_is_as_parallel_as_the_blocks_it_gives_work_to():
+    """A segment whose members need 8 blocks keeps 8 blocks of a 132-block megakernel busy:
+    it is estimated like a launch of 8 blocks (its own partial wave), not spread over the whole
+    grid, and the estimate never favours the megakernel over the same work as a launch of
+    its own (launch overhead aside). A segment with unknown blocks takes the grid's waves."""
+    import dataclasses
+
+    from sirius.tune.model import LaunchCounts, Segment
+
+    h = gpu("H100 SXM")
+    work = Segment(50_000_000, 1000, (), 8)
+    mk = dataclasses.replace(counts(grid=132, instructions=work.instructions, dram=1000),
+                             sync="grid", segments=(work,))
+    alone = estimate(counts(grid=8, instructions=work.instructions, dram=1000), h)
+    e = estimate(mk, h)
+    assert e.issue == pytest.approx(alone.issue)
+    assert e.body == pytest.approx(alone.body)
+    spread = estimate(dataclasses.replace(mk, segments=(dataclasses.replace(work, blocks=None),)),
+                      h)
+    assert spread.issue < e.issue / 10  # the old (optimistic) reading: all 132 blocks busy
+    # more blocks than the grid: the grid's waves (a block-stride loop)
+    big = estimate(dataclasses.replace(mk, segments=(dataclasses.replace(work, blocks=1000),)), h)
+    assert big.issue == pytest.approx(spread.issue)
+    # blocks survive tune.json / RUNS.json
+    d = mk.to_json()
+    assert d["segments"][0]["blocks"] == 8
+    assert LaunchCounts.from_json(d, "test").segments[0].blocks == 8
