@@ -21,8 +21,13 @@ test: setup
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -q -n 2 -m "not slow" --dist loadgroup --durations=25
 
+# Ray for `sirius tune --ray` and its tests (the `scale` extra); test-all runs those tests.
+.PHONY: setup-scale
+setup-scale: setup
+	@$(VENV)/bin/python -c "import ray" 2>/dev/null || $(VENV)/bin/python -m pip install -q -e ".[dev,scale]"
+
 # Everything: the slow tests, the large models and the paper shapes (not run by CI).
-test-all: setup
+test-all: setup-scale
 	$(VENV)/bin/ruff check sirius tests
 	$(VENV)/bin/lint-imports
 	SIRIUS_FUSE_ALL=1 SIRIUS_TVM_PAPER=1 $(VENV)/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25

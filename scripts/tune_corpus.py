@@ -1,13 +1,16 @@
 """Run `sirius tune` on corpus programs, one at a time, and tabulate what each chose.
 
     .venv/bin/python scripts/tune_corpus.py kernels/*.cu kernels/tvm/*.cu \
-        --out /tmp/tune_bench [--jobs 2] [--ray] [--timeout 600] [--json RESULTS.json]
+        --out /tmp/tune_bench [--jobs 2] [--ray] [--timeout 600] [--json RESULTS.jsonl]
+        [--tune-arg=--megakernel-launches=1000 ...]
+    .venv/bin/python scripts/tune_corpus.py --table RESULTS.jsonl [MORE.jsonl ...]
 
 For each program: the wall time of the whole `sirius tune` command (a subprocess, so every
 program starts cold, as a user's command does), the chosen variant, and from its tune.json the
 estimated speedup over the original and over `sirius fuse` defaults. Every time in tune.json is
 an ESTIMATE of the cost model (docs/tune.md); the wall time is measured. A program that runs
-past --timeout is stopped and reported as such.
+past --timeout is stopped and reported as such. `--table` prints the JSON lines of earlier runs
+as the Markdown table of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_one(prog: Path, out: Path, jobs: int, ray: bool, timeout: float, gpu: str) -> dict:
+def run_one(prog: Path, out: Path, jobs: int, ray: bool, timeout: float, gpu: str,
+            extra: list[str] = ()) -> dict:
     cmd = [sys.executable, "-m", "sirius.cli", "tune", str(prog), "-o", str(out), "-q",
-           "--gpu", gpu] + (["--ray"] if ray else ["--jobs", str(jobs)])
+           "--gpu", gpu] + (["--ray"] if ray else ["--jobs", str(jobs)]) + list(extra)
     t = time.perf_counter()
     # its own process group, so that a time-out also stops its pool workers
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -57,13 +61,48 @@ def run_one(prog: Path, out: Path, jobs: int, ray: bool, timeout: float, gpu: st
                est_chosen_us=chosen["estimate"]["seconds"] * 1e6 if chosen else None,
                over_original=sp.get("over_original"),
                over_default_fuse=sp.get("over_default_fuse"),
-               gpu=doc["gpu"]["name"])
+               gpu=doc["gpu"]["name"], seconds=doc.get("seconds"),
+               megakernels=any(v["label"].startswith("megakernel") for v in doc["variants"]))
     return row
+
+
+def _us(v) -> str:
+    return "-" if v is None else f"{v:.3g} us"
+
+
+def table(paths: list[str]) -> str:
+    """The Markdown table of the JSON lines in `paths` (every time but the wall time is an
+    ESTIMATE)."""
+    head = ("| program | ran on | wall time (s) | variants | chosen | launches original -> "
+            "chosen | est. original | est. chosen | est. speedup vs original | est. speedup "
+            "vs fuse defaults |")
+    out = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line)
+            prog = r["program"].removeprefix("kernels/")
+            if r.get("status") != "ok":
+                out.append(f"| {prog} | - | {r['wall_s']} | - | {r['status']} | - | - | - | - "
+                           "| - |")
+                continue
+            ran = "Ray" if r["ran_on"] == "ray" else "pool"
+            over = r.get("over_default_fuse")
+            out.append(
+                f"| {prog} | {ran} | {r['wall_s']} | {r['variants']} | {r['chosen']} | "
+                f"{r['launches_original']} -> {r['launches_chosen']} | "
+                f"{_us(r['est_original_us'])} | {_us(r['est_chosen_us'])} | "
+                f"{r['over_original']:.2f}x | "
+                f"{'-' if over is None else f'{over:.2f}x'} |")
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("programs", nargs="+")
+    ap.add_argument("programs", nargs="*")
+    ap.add_argument("--table", nargs="+", metavar="RESULTS.jsonl",
+                    help="print these results as a Markdown table and stop")
+    ap.add_argument("--tune-arg", action="append", default=[],
+                    help="one more argument for every `sirius tune` (repeatable)")
     ap.add_argument("--out", default="/tmp/tune_bench")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--ray", action="store_true")
@@ -71,9 +110,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", default="H100 SXM")
     ap.add_argument("--json", help="append each result as a JSON line to this file")
     args = ap.parse_args(argv)
+    if args.table:
+        print(table(args.table))
+        return 0
     for prog in map(Path, args.programs):
         name = prog.stem if prog.parent.name != "paper" else f"paper_{prog.stem}"
-        row = run_one(prog, Path(args.out) / name, args.jobs, args.ray, args.timeout, args.gpu)
+        row = run_one(prog, Path(args.out) / name, args.jobs, args.ray, args.timeout, args.gpu,
+                      args.tune_arg)
         line = json.dumps(row)
         print(line, flush=True)
         if args.json:

@@ -36,9 +36,17 @@ class LaunchStats:
     # global load bytes and global store bytes (the totals above are their sums)
     sync: str = ""
     segments: tuple[tuple[int, int, int], ...] = ()
+    # FLOPs per precision (f16, f32, f64) where the device counts them (the CPU executor with
+    # count_flops: sirius/runtime/cpu/flops.py), else zeros; a megakernel's per segment too
+    flops: tuple[int, int, int] = (0, 0, 0)
+    segment_flops: tuple[tuple[int, int, int], ...] = ()
 
     def to_json(self) -> dict:
-        return {k: getattr(self, k) for k in self.__slots__}
+        """Every field; the FLOPs only where they were counted."""
+        out = {k: getattr(self, k) for k in self.__slots__}
+        if not any(self.flops):
+            del out["flops"], out["segment_flops"]
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,17 +2,15 @@
 instruction and global-byte counts (`LaunchStats`), its FLOPs per precision, and the ptxas
 registers and static shared memory of its kernel.
 
-FLOPs are counted exactly without changing the executor: the executor adds, per basic block,
-the number of instructions the block has. A copy of the module in which every floating-point
-operation of one precision is followed by one dead instruction per FLOP (`add i8 0, 0`: two
-after an FMA, one per vector lane) is run on the same inputs; the difference in each launch's
-instruction count is that launch's FLOPs. One extra run per precision the module uses; dead
-instructions cost nothing at run time (the JIT removes them after counting).
+FLOPs are counted exactly in the same run: the executor adds, per basic block, the number of
+instructions the block has, and with `count_flops` also the block's FLOPs per precision (an FMA
+is 2, a vector operation counts its lanes, a libdevice math call 1: sirius/runtime/cpu/flops.py)
+to three more counters. One run of the program gives every count; a program that moves at
+most TRACE_LIMIT bytes runs once more, traced, for its exact footprints.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +20,8 @@ import numpy as np
 from sirius.analysis.host.model import BufferArg, DevRef, HostProgram, Launch, Loop, Op, Rotating
 from sirius.backend.ptxas import KernelResources
 from sirius.frontend import llvmctx
+from sirius.runtime.cpu.flops import PRECISIONS
 from sirius.tune.model import LaunchCounts, Segment
-
-PRECISIONS = {"half": "f16", "bfloat": "f16", "float": "f32", "double": "f64"}
-_FLAGS = r"(?:(?:fast|nnan|ninf|nsz|arcp|contract|afn|reassoc)\s+)*"
-_TYPE = r"(?:<(\d+) x (half|bfloat|float|double)>|(half|bfloat|float|double))"
-_ARITH = re.compile(rf"^\s+%[-\w.$\"]+ = (?:fadd|fsub|fmul|fdiv|frem|fneg)\s+{_FLAGS}{_TYPE}\s")
-_CALL = re.compile(rf"\bcall\b[^@]*?{_TYPE} @([\w.$]+)\(")
 
 
 @dataclass(frozen=True)
@@ -38,44 +31,6 @@ class ProgramText:
     device_ir: str
     device_module: object
     files: tuple
-
-
-def _flop_site(line: str) -> tuple[str, int] | None:
-    """(precision, FLOPs) of one IR line, or None."""
-    m = _ARITH.match(line)
-    weight = 1
-    if m is None:
-        m = _CALL.search(line)
-        if m is None:
-            return None
-        callee = m.group(4)
-        if re.match(r"llvm\.(fma|fmuladd)\.", callee):
-            weight = 2
-        elif not callee.startswith("__nv_"):
-            return None
-    lanes = int(m.group(1)) if m.group(1) else 1
-    ty = m.group(2) or m.group(3)
-    return PRECISIONS[ty], weight * lanes
-
-
-def flop_precisions(ir: str) -> list[str]:
-    """The precisions whose FLOPs `ir` has, in a fixed order."""
-    found = {s[0] for line in ir.splitlines() if (s := _flop_site(line))}
-    return [p for p in ("f16", "f32", "f64") if p in found]
-
-
-def augment(ir: str, precision: str) -> str:
-    """`ir` with one dead instruction after each FLOP of `precision` (see the module doc)."""
-    out: list[str] = []
-    n = 0
-    for line in ir.splitlines():
-        out.append(line)
-        site = _flop_site(line)
-        if site and site[0] == precision:
-            for _ in range(site[1]):
-                out.append(f"  %__sirius_flop{n} = add i8 0, 0")
-                n += 1
-    return "\n".join(out) + "\n"
 
 
 def _program(ir: str, files) -> ProgramText:
@@ -97,11 +52,12 @@ def input_dtypes(original) -> dict[str, np.dtype]:
 TRACE_LIMIT = 32 * 1024 * 1024
 
 
-def _run(host: HostProgram, program, kernels, seed: int, dtypes, trace: bool = False):
+def _run(host: HostProgram, program, kernels, seed: int, dtypes, trace: bool = False,
+         count_flops: bool = False):
     from sirius.runtime.cpu.device import CpuDevice
     from sirius.runtime.interpreter import run_host_program
 
-    dev = CpuDevice(order="forward", seed=seed, jobs=1, trace=trace)
+    dev = CpuDevice(order="forward", seed=seed, jobs=1, trace=trace, count_flops=count_flops)
     return run_host_program(host, program, kernels, dev, seed=seed, dtypes=dtypes)
 
 
@@ -138,17 +94,10 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
     """Run `host` with device module `ir` and return the model's inputs per dynamic launch;
     `segment_blocks`: per megakernel (its IR name), the blocks each segment gives work to
     (`megakernel_segment_blocks`)."""
-    base = _run(host, _program(ir, files), kernels, seed, dtypes)
-    flops: list[dict[str, int]] = [{} for _ in base.launches]
-    # a megakernel's FLOPs per segment: the same difference, segment by segment
-    seg_flops: list[list[dict[str, int]]] = [[{} for _ in r.stats.segments]
-                                             for r in base.launches]
-    for p in flop_precisions(ir):
-        aug = _run(host, _program(augment(ir, p), files), kernels, seed, dtypes)
-        for i, (a, b) in enumerate(zip(aug.launches, base.launches, strict=True)):
-            flops[i][p] = max(0, a.stats.instructions - b.stats.instructions)
-            for k, (sa, sb) in enumerate(zip(a.stats.segments, b.stats.segments, strict=True)):
-                seg_flops[i][k][p] = max(0, sa[0] - sb[0])
+    base = _run(host, _program(ir, files), kernels, seed, dtypes, count_flops=True)
+    flops = [_by_precision(r.stats.flops) for r in base.launches]
+    seg_flops = [[_by_precision(f) for f in r.stats.segment_flops] or
+                 [{} for _ in r.stats.segments] for r in base.launches]
     statics = host.launches()
     sizes = {b.name: b.bytes for b in host.buffers}
     feet = [buffer_bound(statics[r.launch_index], sizes) for r in base.launches]
@@ -198,6 +147,11 @@ def megakernel_segment_blocks(megakernels) -> dict[str, tuple[int | None, ...]]:
             per.append(None if any(n is None for n in needs) else max(needs, default=1))
         out[k.name] = tuple(per)
     return out
+
+
+def _by_precision(counts: Sequence[int]) -> dict[str, int]:
+    """The executor's FLOP counters (PRECISIONS order) as {precision: FLOPs}, zeros left out."""
+    return {p: n for p, n in zip(PRECISIONS, counts, strict=True) if n}
 
 
 def buffer_bound(op: Launch, sizes: dict[str, int]) -> int:

@@ -1,5 +1,6 @@
-"""FLOP counting by augmented IR, footprints, region attribution; the bound the model and the
-report name for a memory-bound chain, a tiled matmul and tiny kernels (CPU executor counts)."""
+"""FLOP counting (the executor's FLOP counters, checked against counting by augmented IR),
+footprints, region attribution; the bound the model and the report name for a memory-bound
+chain, a tiled matmul and tiny kernels (CPU executor counts)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
-from sirius.tune.counts import augment, flop_precisions, footprint
+from sirius.runtime.cpu.flops import block_flops, flop_site
+from sirius.tune.counts import _program, _run, footprint
 from sirius.tune.gpus import gpu
 from sirius.tune.model import Assumptions, estimate_program
 from sirius.tune.report import report_md
 from sirius.tune.tuner import TuneResult, estimate_variant
-from sirius.tune.variants import Request, Source, build
+from sirius.tune.variants import Request, Source, build, session
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "programs"
@@ -40,13 +42,66 @@ def _instructions(text: str) -> int:
     return sum(len(list(b.instructions)) for f in m.functions for b in f.blocks)
 
 
-def test_augment_adds_one_instruction_per_flop():
-    assert flop_precisions(IR) == ["f16", "f32", "f64"]
-    base = _instructions(IR)
-    # f32: fadd 1 + fmuladd 2 + a libdevice call 1 (maxnum is not a FLOP)
-    assert _instructions(augment(IR, "f32")) - base == 4
-    assert _instructions(augment(IR, "f16")) - base == 2  # two lanes
-    assert _instructions(augment(IR, "f64")) - base == 1
+def test_flop_sites_by_precision():
+    lines = [ln for ln in IR.splitlines() if ln.strip().startswith("%")]
+    # f16: two lanes; f32: fadd 1 + fmuladd 2 + a libdevice call 1 (maxnum is not a FLOP);
+    # f64: fdiv 1
+    assert block_flops(lines) == (2, 4, 1)
+    assert flop_site("  %c = fcmp olt float %a, %b") is None
+    assert flop_site("  %f = fpext float %a to double") is None
+    assert flop_site("  %g = tail call double @llvm.fma.f64(double %a, double %b, double %c)") \
+        == ("f64", 2)
+
+
+def _augment(ir: str, precision: str) -> str:
+    """An independent count: one dead instruction after each FLOP of `precision`, so that the
+    executor's instruction counter counts the FLOPs on top of the instructions."""
+    out, n = [], 0
+    for line in ir.splitlines():
+        out.append(line)
+        site = flop_site(line)
+        if site and site[0] == precision:
+            for _ in range(site[1]):
+                out.append(f"  %__test_flop{n} = add i8 0, 0")
+                n += 1
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("prog,megakernel", [("kernels/tvm/lstm.cu", None),
+                                             ("kernels/tvm/lstm.cu", "counters"),
+                                             ("kernels/matmul_bias_act.cu", None)])
+def test_executor_flop_counters_match_augmented_ir(prog, megakernel):
+    """One run with the FLOP counters gives, per launch (and per megakernel segment), what
+    running an augmented module gives as extra instructions; the other counters do not move."""
+    src = Source((str(ROOT / prog),), "sm_90")
+    s = session(src)
+    host, ir = s.original.host, s.original.program.device_ir
+    if megakernel:
+        _, res = build(Request(src, "mk", True, "auto", megakernel=megakernel), measure=False)
+        host, ir = res.host, res.device_ir
+    kernels = s.original.kernels
+
+    def run(text, flops):
+        return _run(host, _program(text, src.files), kernels, 7, s.dtypes, count_flops=flops)
+
+    plain, counted = run(ir, False), run(ir, True)
+    key = ("instructions", "global_load_bytes", "global_store_bytes", "shared_load_bytes",
+           "shared_store_bytes", "barriers", "segments")
+    for a, b in zip(plain.launches, counted.launches, strict=True):
+        assert [getattr(a.stats, k) for k in key] == [getattr(b.stats, k) for k in key]
+        assert not any(a.stats.flops)
+    assert any(r.stats.flops[1] for r in counted.launches)  # f32 FLOPs were counted
+    for i, p in enumerate(("f16", "f32", "f64")):
+        aug = run(_augment(ir, p), False)
+        for a, b in zip(aug.launches, counted.launches, strict=True):
+            assert b.stats.flops[i] == a.stats.instructions - b.stats.instructions
+            for sa, sb, fb in zip(a.stats.segments, b.stats.segments, b.stats.segment_flops,
+                                  strict=True):
+                assert fb[i] == sa[0] - sb[0]
+    if megakernel:
+        mk = [r for r in counted.launches if r.stats.segments]
+        assert mk and all(len(r.stats.segment_flops) == len(r.stats.segments) for r in mk)
+        assert all(tuple(map(sum, zip(*r.stats.segment_flops))) == r.stats.flops for r in mk)
 
 
 def test_footprint_counts_distinct_bytes_loaded_and_stored():

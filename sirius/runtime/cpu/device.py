@@ -34,8 +34,8 @@ _KIND = {0: "load", 1: "store", 2: "atomic access"}
 TRACE_DTYPE = np.dtype([("block", "<u4"), ("thread", "<u4"), ("addr", "<u8"), ("size", "<u4"),
                         ("kind", "<u4")])
 
-# by IR hash, instrumentation, loops, LLVM speed level
-_MODULES: dict[tuple[str, bool, bool, int], JitModule] = {}
+# by IR hash, instrumentation, loops, LLVM speed level, FLOP counters
+_MODULES: dict[tuple[str, bool, bool, int, bool], JitModule] = {}
 
 # A program that allocates less device memory than SMALL_PROGRAM_BYTES runs for a short time:
 # its module is compiled with LLVM's O1 pipeline, which compiles faster than O2 (the fused TVM
@@ -85,7 +85,7 @@ class CpuDevice:
     def __init__(self, order: str = "forward", seed: int = 0, jobs: int | None = None,
                  check_bounds: bool = False, trace: bool = False, stack_kib: int = 256,
                  progress: bool | Callable[[str, int], monitor.Progress] = True,
-                 loops: bool = True):
+                 loops: bool = True, count_flops: bool = False):
         kind = order.split(":", 1)[0]
         if kind not in native.ORDERS:
             raise ValueError(f"unknown order {order!r} (forward, reverse or random:SEED)")
@@ -103,6 +103,8 @@ class CpuDevice:
         # kernels whose only cooperation is __syncthreads run as work-item loops (wiloop.py);
         # False: on fibers, as every barrier kernel did before (same results and counters)
         self.loops = loops
+        # modules count FLOPs per precision too (LaunchStats.flops; flops.py): sirius tune
+        self.count_flops = count_flops
         self.traces: list[TraceChunk] = []
         self.memory = DeviceMemory()
         self._lib = native.library()
@@ -163,13 +165,13 @@ class CpuDevice:
         for a short run, see `jit_speed`)."""
         speed = jit_speed(data_bytes)
         key = (hashlib.sha256(program.device_ir.encode()).hexdigest(), self.check_bounds or
-               self.trace, self.loops, speed)
+               self.trace, self.loops, speed, self.count_flops)
         jm = _MODULES.get(key)
         if jm is None:
             jm = JitModule(lambda: build_view(program.device_module), instrument=key[1],
                            text=program.device_ir,
                            source=", ".join(str(f) for f in program.files), loops=self.loops,
-                           speed=speed)
+                           speed=speed, count_flops=self.count_flops)
             _MODULES[key] = jm
         jm.reset()  # a new run: the module's globals start from their initializers
         return Module(jm, {k: k for k in jm.host.kernels})
@@ -277,7 +279,8 @@ class CpuDevice:
         c = list(d.counters)
         return LaunchStats(shown, tuple(grid), tuple(block), smem, c[0], c[1], c[2], c[3], c[4],
                            c[5], seconds,
-                           "loops" if entry.loops else "fibers" if entry.fibers else "fast")
+                           "loops" if entry.loops else "fibers" if entry.fibers else "fast",
+                           flops=tuple(d.flops))
 
     def _segments(self, module: Module, entry, shown: str, grid, block, smem: int, args: list,
                   loc: Location | None) -> LaunchStats:
@@ -318,15 +321,19 @@ class CpuDevice:
             self.traces.append(dataclasses.replace(
                 chunks[0], records=np.concatenate([c.records for c in chunks])))
         per = [[0, 0, 0] for _ in entry.segments]
+        per_flops = [[0, 0, 0] for _ in entry.segments]
         for k, p in zip(of, parts, strict=True):
             per[k][0] += p.instructions
             per[k][1] += p.global_load_bytes
             per[k][2] += p.global_store_bytes
+            per_flops[k] = [a + b for a, b in zip(per_flops[k], p.flops, strict=True)]
         return LaunchStats(shown, tuple(grid), tuple(block), smem, *counts,
                            sum(p.seconds for p in parts),
                            modes.pop() if len(modes) == 1 else "+".join(sorted(modes)),
                            waits=checks, sync="grid" if entry.waits is None else "counters",
-                           segments=tuple(tuple(x) for x in per))
+                           segments=tuple(tuple(x) for x in per),
+                           flops=tuple(sum(f[i] for f in per_flops) for i in range(3)),
+                           segment_flops=tuple(tuple(f) for f in per_flops))
 
     def _run(self, d, nw: int, nblocks: int, nthreads: int, fibers: bool, kernel: str,
              loc: Location | None) -> tuple[int, float]:

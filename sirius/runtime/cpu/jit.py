@@ -157,7 +157,7 @@ class JitModule:
 
     def __init__(self, view: ModuleView | Callable[[], ModuleView], instrument: bool = False,
                  source: str = "device code", loops: bool = True, text: str | None = None,
-                 speed: int = 2):
+                 speed: int = 2, count_flops: bool = False):
         if speed not in (0, 1, 2):
             raise ValueError(f"speed must be 0, 1 or 2, not {speed}")
         llvm, tm, triple = _target()
@@ -175,12 +175,14 @@ class JitModule:
             if lifted.lifted:
                 v = build_view(llvmctx.parse(lifted.text))
             host = rewrite(v, str(tm.target_data), triple, lambda name: hasattr(lib, name),
-                           instrument, loops)
+                           instrument, loops, count_flops)
             _check_size(len(host.text), source)
             return host
 
         jit = cache_dir(cache_root(), "jit")
-        what = (f"{instrument} {loops} {tm.triple} {tm.target_data} {llvm.llvm_version_info} "
+        flops = "flops " if count_flops else ""
+        what = (f"{instrument} {loops} {flops}{tm.triple} {tm.target_data} "
+                f"{llvm.llvm_version_info} "
                 f"{_rewrite_digest()} {Path(getattr(lib, '_name', '') or '').name}\n")
         hkey = hashlib.sha256(what.encode() + text.encode()).hexdigest()[:24]
         self.host: HostModule = _cached(

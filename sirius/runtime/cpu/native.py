@@ -21,10 +21,11 @@ from sirius.frontend.toolchain import cache_root, toolchain
 SOURCE = Path(__file__).with_name("sirius_rt.c")
 
 # Layout of `sirius_ctx` (the per-worker context JIT code reads); mirrors sirius_rt.c.
-CTX_BYTES = 128
+CTX_BYTES = 192
 CTX_TID, CTX_NTID, CTX_CTAID, CTX_NCTAID = 0, 12, 24, 36
 CTX_ICOUNT, CTX_GLD, CTX_GST, CTX_SLD, CTX_SST = 48, 56, 64, 72, 80
 CTX_SMEM, CTX_SMEM_SIZE, CTX_SITE_RANGE = 96, 104, 112
+CTX_FLOPS = 120  # three counters: f16, f32, f64 FLOPs (count_flops modules, flops.py)
 
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 MODE_FAST, MODE_FIBERS, MODE_LOOPS = 0, 1, 2  # LaunchDesc.use_fibers
@@ -77,6 +78,7 @@ class LaunchDesc(ctypes.Structure):
         ("frame_bytes", ctypes.c_uint64),  # MODE_LOOPS: each thread's frame
         ("block_list", ctypes.POINTER(ctypes.c_uint32)),  # or NULL: only these blocks
         ("nblock_list", ctypes.c_uint64),
+        ("flops", ctypes.c_uint64 * 3),  # results: f16, f32, f64 FLOPs (count_flops modules)
     ]
 
 

@@ -6,7 +6,8 @@ The result is one LLVM module for the host target in which
   * address spaces are gone (`addrspacecast` becomes a no-op `bitcast`);
   * `sreg` reads load from `@__sirius_ctx`, which the runtime fills for the running thread;
   * barriers, warp shuffles and votes call into `sirius_rt.c`, which schedules the threads;
-  * every basic block adds its instruction count to the context's counter, and every load, store
+  * every basic block adds its instruction count to the context's counter (with `count_flops`,
+    also its FLOPs per precision to three more: flops.py), and every load, store
     and atomic adds its bytes to the global or shared counter (decided by the address at run
     time); accesses through a stack slot are local and not counted;
   * with `instrument=True` every non-local access also calls `sirius_rt_access`, the bounds
@@ -45,6 +46,7 @@ from sirius.runtime.cpu.entries import (
     split_top,
     thread_wrapper,
 )
+from sirius.runtime.cpu.flops import block_flops
 from sirius.runtime.cpu.module_globals import ModuleGlobal, ir_name, module_global
 from sirius.runtime.cpu.rounding import uncontracted
 
@@ -110,6 +112,7 @@ class _State:
     smem: dict[str, int]
     smem_bytes: int
     lib_has: object
+    count_flops: bool = False
     uid: int = 0
     sites: list[Location | None] = field(default_factory=list)
     externs: dict[str, str] = field(default_factory=dict)  # name -> declaration
@@ -315,11 +318,16 @@ def _access(st: _State, ins: Instr, line: str) -> list[str]:
     return out
 
 
-def _count(st: _State, n: int) -> list[str]:
-    v, w = st.tmp("ic"), st.tmp("ic")
-    return [f"  {v} = load i64, ptr {_ctx(N.CTX_ICOUNT)}, align 8",
-            f"  {w} = add i64 {v}, {n}",
-            f"  store i64 {w}, ptr {_ctx(N.CTX_ICOUNT)}, align 8"]
+def _count(st: _State, n: int, flops: tuple[int, ...] = ()) -> list[str]:
+    """Add `n` instructions (and `flops`, per precision, with count_flops) to the counters."""
+    out = []
+    for off, k in [(N.CTX_ICOUNT, n)] + [(N.CTX_FLOPS + 8 * i, f)
+                                         for i, f in enumerate(flops) if f]:
+        v, w = st.tmp("ic"), st.tmp("ic")
+        out += [f"  {v} = load i64, ptr {_ctx(off)}, align 8",
+                f"  {w} = add i64 {v}, {k}",
+                f"  store i64 {w}, ptr {_ctx(off)}, align 8"]
+    return out
 
 
 # ---- functions --------------------------------------------------------------------------------
@@ -338,6 +346,8 @@ def _function(st: _State, fn: Function, lines: list[str]) -> list[str]:
     out = [re.sub(r"\b(ptx_kernel|ptx_device) ", "", _global_subst(lines[0], st.smem))]
     instrs = _instructions(fn)
     blocks = {id(b): len(b.instrs) for b in fn.blocks}
+    flops = {id(b): block_flops(i.text for i in b.instrs) for b in fn.blocks} \
+        if st.count_flops else {}
     in_switch = False  # the case lines of a multi-line `switch ... [` up to its `]`
     for raw in lines[1:]:
         s = raw.strip()
@@ -355,7 +365,7 @@ def _function(st: _State, fn: Function, lines: list[str]) -> list[str]:
         for old, new in _RENAMED.items():
             line = line.replace(f"@{old}(", f"@{new}(")
         if start and not fn.name.startswith(ptxlift.PREFIX):  # lifted asm counts as its call
-            out += _count(st, blocks[id(ins.block)])
+            out += _count(st, blocks[id(ins.block)], flops.get(id(ins.block), ()))
         if ins.opcode == "call":
             callee = ins.callee
             if re.search(r"\bcall\b[^@]*\basm\b", line):
@@ -384,9 +394,12 @@ def _stub(decl: str) -> str:
 
 
 def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
-            instrument: bool = False, loops: bool = True) -> HostModule:
+            instrument: bool = False, loops: bool = True,
+            count_flops: bool = False) -> HostModule:
     """The host-target module that runs `view`'s kernels (see the module docstring); with
-    `loops`, kernels whose only cooperation is `__syncthreads` run as work-item loops."""
+    `loops`, kernels whose only cooperation is `__syncthreads` run as work-item loops; with
+    `count_flops`, every block also adds its FLOPs per precision to the thread's FLOP counters
+    (flops.py)."""
     text = view.text
     # shared arrays, in declaration order, each aligned as declared
     shared: list[SharedArray] = []
@@ -422,7 +435,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     for name in dyn:
         smem[name] = smem_static
     smem_bytes = smem_static + DYNAMIC_SMEM_MAX
-    st = _State(view, instrument, smem, smem_bytes, lib_has)
+    st = _State(view, instrument, smem, smem_bytes, lib_has, count_flops)
 
     out: list[str] = []
     module_globals: list[ModuleGlobal] = []

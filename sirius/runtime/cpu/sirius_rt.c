@@ -92,12 +92,15 @@ typedef struct {
     char *smem;                                     // 96
     uint64_t smem_size;                             // 104
     uint64_t *site_range;                           // 112: [lo, hi) per access site
+    uint64_t flops[3];                              // 120: f16, f32, f64 FLOPs (count_flops)
 } sirius_ctx;
 
 _Static_assert(__builtin_offsetof(sirius_ctx, icount) == 48, "ctx layout");
 _Static_assert(__builtin_offsetof(sirius_ctx, w) == 88, "ctx layout");
 _Static_assert(__builtin_offsetof(sirius_ctx, smem_size) == 104, "ctx layout");
 _Static_assert(__builtin_offsetof(sirius_ctx, site_range) == 112, "ctx layout");
+_Static_assert(__builtin_offsetof(sirius_ctx, flops) == 120, "ctx layout");
+_Static_assert(sizeof(sirius_ctx) <= 192, "ctx layout: CTX_BYTES in native.py");
 
 typedef void (*thread_fn)(void **args);
 // a work-item-loop kernel: runs one thread from `state` (0: the start, s + 1: after the barrier
@@ -154,6 +157,7 @@ typedef struct {
     // segment, some of its blocks at a time)
     const uint32_t *block_list;
     uint64_t nblock_list;
+    uint64_t flops[3];      // results: f16, f32, f64 FLOPs (modules rewritten with count_flops)
 } launch_desc;
 
 typedef struct {
@@ -990,6 +994,7 @@ int sirius_launch(launch_desc *d) {
         memcpy(w->ctx->ntid, d->block, sizeof d->block);
         memcpy(w->ctx->nctaid, d->grid, sizeof d->grid);
         w->ctx->icount = w->ctx->gld = w->ctx->gst = w->ctx->sld = w->ctx->sst = 0;
+        memset(w->ctx->flops, 0, sizeof w->ctx->flops);
         if (d->use_fibers == MODE_LOOPS) {
             w->fibers = realloc(w->fibers, nthreads * sizeof(fiber));
             if (!ensure_frames(w, (size_t)nthreads * d->frame_bytes)) {
@@ -1015,8 +1020,10 @@ int sirius_launch(launch_desc *d) {
     }
     current_launch = NULL;
     memset(d->counters, 0, sizeof d->counters);
+    memset(d->flops, 0, sizeof d->flops);
     for (int i = 0; i < nw; ++i) {
         worker *w = &workers[i];
+        for (int p = 0; p < 3; ++p) d->flops[p] += w->ctx->flops[p];
         d->counters[0] += w->ctx->icount;
         d->counters[1] += w->ctx->gld;
         d->counters[2] += w->ctx->gst;
