@@ -11,6 +11,7 @@ Python API (`sirius/api.py`) and the scripts call this module; it calls the stag
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from sirius.fusion.driver import (
     plan_fusion,
 )
 from sirius.fusion.plan.planner import Options
+from sirius.fusion.plan.prepare import params_for
 from sirius.postopt import ModulePass
 
 Progress = Callable[[str], None]
@@ -50,6 +52,9 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
     original's reference run there."""
     options = options or Options()
     paths = tuple(Path(f) for f in files)
+    if options.params is None:  # the parameters of a `sirius import-tvm` program
+        params, source = params_for(paths, None)
+        options = dataclasses.replace(options, params=params, params_source=source)
     t0 = time.perf_counter()
     progress(f"analysing {', '.join(str(p) for p in paths)} for {options.arch}")
     program = compile_program(list(paths), arch=options.arch, extra_flags=list(flags),

@@ -25,7 +25,14 @@ def _options(args: argparse.Namespace) -> Options:
                    split_storage=not args.no_split_storage, wavefront=not args.no_wavefront,
                    cross_syncs=not args.keep_syncs, unroll=args.unroll,
                    prune=not args.keep_launches, megakernel=args.megakernel,
-                   smem=args.smem)
+                   smem=args.smem, params=params_arg(args))
+
+
+def params_arg(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """--params NAME,... (None: the `sirius import-tvm` sidecar's, if any)."""
+    if args.params is None:
+        return None
+    return tuple(p.strip() for p in args.params.split(",") if p.strip())
 
 
 def post_passes(args: argparse.Namespace):
@@ -280,6 +287,12 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
                          "its own (default); overlay lays them over each other, with a block "
                          "barrier before each member that uses it after another did (less "
                          "shared memory per block, one more barrier)")
+    sp.add_argument("--params", metavar="NAME,...",
+                    help="the model's parameter buffers (names or shell patterns, e.g. "
+                         "'d_w*'): launches that compute only from them form the one-time "
+                         "prepare part, never fused with per-inference launches (default: the "
+                         "role-param buffers of a `sirius import-tvm` program's NAME.json, "
+                         "else none; '' for none)")
     sp.add_argument("--keep-syncs", action="store_true",
                     help="every host sync between launches ends a run (default: syncs the "
                          "host observes nothing after are crossed)")

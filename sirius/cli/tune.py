@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from sirius.cli.common import Reporter, clang_flags, print_table, program_args, program_argv
+from sirius.cli.fuse import params_arg
 from sirius.diagnostics import SiriusError
 
 
@@ -108,7 +109,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             f"{cal.before.dram_gbps:.4g} -> {cal.after.dram_gbps:.4g} GB/s, issue-rate factor "
             f"{cal.before.issue_rate_factor:.3g} -> {cal.after.issue_rate_factor:.3g}")
     src = Source(tuple(args.files), arch, args.entry, tuple(clang_flags(args)),
-                 not args.no_cache, args.seed, program_argv(args))
+                 not args.no_cache, args.seed, program_argv(args), params_arg(args))
     config = MeasureConfig(args.runs, args.warmup, args.input_sets, not args.no_flush)
     result = tune(src, g, assumptions=a, jobs=args.jobs or default_jobs(), use_ray=args.ray,
                   ray_address=args.ray_address, verify_all=args.verify_all, progress=say,
@@ -192,6 +193,10 @@ def register(sub) -> None:
                     help="build variants as Ray tasks (needs sirius[scale])")
     sp.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     sp.add_argument("--seed", type=int, default=7, help="input seed (default 7)")
+    sp.add_argument("--params", metavar="NAME,...",
+                    help="the model's parameter buffers: launches that compute only from them "
+                         "form the one-time prepare part (as `sirius fuse --params`; default: a "
+                         "`sirius import-tvm` program's NAME.json)")
     sp.add_argument("--megakernel-launches", type=int, default=None, metavar="N",
                     help="build the megakernel variants only for programs of at most N "
                          "launches (default: the launches one megakernel covers, "

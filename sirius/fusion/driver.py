@@ -93,6 +93,7 @@ class FuseResult:
     ptx: str = ""
     syncs: object | None = None  # plan.syncs.SyncCrossing: the host syncs crossed and kept
     pruned: object | None = None  # plan.prune.PruneResult: the launches removed
+    prepare: object | None = None  # plan.prepare.PrepareResult: the one-time prepare part
     resources: dict[str, KernelResources] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     passes: tuple[ModulePass, ...] = DEFAULT_PASSES  # the post-fusion pipeline
@@ -155,6 +156,7 @@ class Plan:
     seconds: dict[str, float]
     syncs: object | None = None  # plan.syncs.SyncCrossing
     pruned: object | None = None  # plan.prune.PruneResult
+    prepare: object | None = None  # plan.prepare.PrepareResult (when parameters were given)
 
 
 def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Plan:
@@ -162,7 +164,18 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
     kernels = list(a.original.kernels)
     host, uar = a.original.host, a.uar
     secs: dict[str, float] = {}
-    storage = wave = syncs = pruned = None
+    storage = wave = syncs = pruned = prepare = None
+    if options.params:
+        from sirius.fusion.plan.prepare import find_prepare
+
+        t = time.perf_counter()
+        prepare = find_prepare(host, uar, kernels, options.params, options.params_source)
+        if prepare.host is not host:
+            progress(f"prepare part: {len(prepare.launches)} launch(es) compute only from "
+                     "the parameters")
+            host = prepare.host
+            uar = build_uar(a.view, kernels, host, a.analyzer)
+        secs["prepare"] = time.perf_counter() - t
     if options.prune:
         from sirius.fusion.plan.prune import prune_launches
 
@@ -208,7 +221,7 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
     progress(f"planning ({options.arrangement} arrangement)")
     regions = Planner(host, uar, kernels, options).plan()
     secs["planning"] = time.perf_counter() - t
-    return Plan(a, options, host, uar, regions, storage, wave, secs, syncs, pruned)
+    return Plan(a, options, host, uar, regions, storage, wave, secs, syncs, pruned, prepare)
 
 
 def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
@@ -220,7 +233,7 @@ def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
     result = FuseResult(tuple(paths), plan.options, original, plan.host, plan.uar, plan.host,
                         original.program.device_ir, plan.regions, [], [], plan.storage,
                         plan.wavefront, seconds=dict(plan.seconds), syncs=plan.syncs,
-                        pruned=plan.pruned,
+                        pruned=plan.pruned, prepare=plan.prepare,
                         passes=DEFAULT_PASSES if passes is None else tuple(passes))
     _generate(result, original.kernels, progress)
     return result

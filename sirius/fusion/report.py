@@ -47,6 +47,7 @@ def plan_json(res: FuseResult, verification: dict | None = None) -> dict:
         "wavefront": _wave_json(res),
         "unrolled": [u.to_json() for u in res.wavefront.unrolled] if res.wavefront else [],
         "pruned": [p.to_json() for p in res.pruned.pruned] if res.pruned else [],
+        "prepare": res.prepare.to_json() if res.prepare is not None else None,
         "syncs": res.syncs.to_json() if res.syncs is not None else None,
         "not_fused": not_fused(res),
         "undone": list(res.undone),
@@ -135,6 +136,27 @@ def _wave_json(res: FuseResult) -> list:
 
 
 # why launches stayed apart ----------------------------------------------------------------------
+def prepare_md(res: FuseResult) -> list[str]:
+    """The "Prepare part" section: the parameters, the launches that run once, and the notes."""
+    p = res.prepare
+    if p is None or not (p.params or p.notes):
+        return []
+    lines = ["## Prepare part (one-time) and per-inference part", "",
+             f"Parameters ({p.source}): {', '.join(p.params) or 'none'}.", ""]
+    if p.launches:
+        n = sum(1 for op in res.host.launches() if op.prepare)
+        lines += [f"{len(p.launches)} launch(es) compute only from the parameters and run "
+                  f"once, before any inference ({n} launch(es) of the fused program); "
+                  "everything else runs per inference:", ""]
+        lines += [f"- {x.statement} {x.kernel}{f' ({x.loc})' if x.loc else ''}: {x.reason()}"
+                  for x in p.launches]
+    else:
+        lines.append("No launch computes only from the parameters: every launch runs per "
+                     "inference.")
+    lines += [f"- note: {n}" for n in p.notes] + [""]
+    return lines
+
+
 def not_fused(res: FuseResult) -> list[str]:
     """Region notes (a launch not merged into a predecessor's cluster, and why) and host loops
     whose iterations stay separate launches, with the GLOBAL dependences that order them."""
@@ -143,6 +165,10 @@ def not_fused(res: FuseResult) -> list[str]:
         out += r.notes
     if res.syncs is not None:
         out += [f"launches on either side of the {k}" for k in res.syncs.kept]
+    prep = res.prepare.launches if res.prepare is not None else ()
+    out += [f"{p.statement} {p.kernel}: in the one-time prepare part (it computes only from "
+            "the parameters); prepare launches are not fused with per-inference ones"
+            for p in prep]
     out += loop_notes(res.uar)
     return out + alone_notes(res, out)
 
@@ -298,6 +324,7 @@ def report_md(res: FuseResult, verification: dict | None = None) -> str:
     if pruned:
         lines += ["## Launches removed (dead or repeated)", ""] + [f"- {p}" for p in pruned]
         lines.append("")
+    lines += prepare_md(res)
     lines += ["## Not fused, and why", ""]
     nf = not_fused(res)
     lines += [f"- {x}" for x in nf] if nf else ["Every region is one kernel."]

@@ -324,7 +324,8 @@ class FusedKernel:
         g, b = self.grid, self.block
         return Launch(self.name, self.name, (Expr(g[0]), Expr(g[1]), Expr(g[2])),
                       (Expr(b[0]), Expr(b[1]), Expr(b[2])), Expr(self.smem), tuple(args),
-                      loc if loc is not None else first.loc)
+                      loc if loc is not None else first.loc,
+                      prepare=all(x.prepare for x in launches))
 
     def to_json(self) -> dict:
         return {"name": self.name, "arrangement": self.arrangement, "grid": list(self.grid),

@@ -63,17 +63,23 @@ def _run(host: HostProgram, program, kernels, seed: int, dtypes, trace: bool = F
 
 def launch_regions(host: HostProgram) -> list[int]:
     """For each static launch (HostProgram.launches() order) the index of its region: the
-    planner's maximal runs of consecutive launches in one host body, in its order."""
+    planner's maximal runs of consecutive launches in one host body and one part (prepare or
+    per-inference), in its order."""
     out: list[int] = []
     count = 0
 
     def body(ops: Sequence[Op]) -> None:
         nonlocal count
         run = 0
+        last = None
         for op in ops:
             if isinstance(op, Launch):
+                if run and last is not None and last.prepare != op.prepare:
+                    count += 1  # the prepare part ends a region (planner.regions)
+                    run = 0
                 out.append(count)
                 run += 1
+                last = op
                 continue
             if run:
                 count += 1

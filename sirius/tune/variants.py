@@ -74,6 +74,7 @@ class Source:
     use_cache: bool = True
     seed: int = 7
     argv: tuple[str, ...] | None = None  # the program's arguments (--args)
+    params: tuple[str, ...] | None = None  # --params (None: the import-tvm sidecar's)
 
 
 @dataclass(frozen=True)
@@ -172,13 +173,18 @@ def plan_for(src: Source, split: bool, arrangement: str):
     if key not in s.plans:
         base_key = (split, "auto")
         if base_key not in s.plans:
-            s.plans[base_key] = plan_fusion(s.analysed, Options(src.arch, "auto", split))
+            from sirius.fusion.plan.prepare import params_for
+
+            params, source = params_for(src.files, src.params)
+            s.plans[base_key] = plan_fusion(s.analysed, Options(
+                src.arch, "auto", split, params=params, params_source=source))
         base = s.plans[base_key]
         if arrangement != "auto":
             opts = Options(src.arch, arrangement, split)
             regions = Planner(base.host, base.uar, list(s.original.kernels), opts).plan()
             s.plans[key] = Plan(base.analysed, opts, base.host, base.uar, regions, base.storage,
-                                base.wavefront, dict(base.seconds), base.syncs, base.pruned)
+                                base.wavefront, dict(base.seconds), base.syncs, base.pruned,
+                                base.prepare)
     return s.plans[key]
 
 
@@ -222,7 +228,7 @@ def mixed_plan(req: Request):
     opts = Options(req.source.arch, label, req.split_storage, megakernel=req.megakernel,
                    smem=req.smem)
     return Plan(base.analysed, opts, base.host, base.uar, regions, base.storage,
-                base.wavefront, dict(base.seconds), base.syncs, base.pruned)
+                base.wavefront, dict(base.seconds), base.syncs, base.pruned, base.prepare)
 
 
 def build(req: Request, measure: bool = True):

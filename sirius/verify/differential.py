@@ -253,15 +253,32 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     done = [o for o in orders if o in rows]
     launches = tuple((o, len(got[o].launches)) for o in done if got[o].error is None)
     fused_counts = next((Counters.of(got[o].launches) for o, _ in launches), None)
+    prep = _prepare_counters(original, fused, ref, next((got[o] for o, _ in launches), None))
     return VerifyReport(tuple(r for o in done for r in rows[o]),
                         tuple((o, faults[o]) for o in done if o in faults), seed, tuple(orders),
                         exact, check_bounds, tuple(names), rule, len(ref.launches), launches,
                         time.perf_counter() - t0, tuple(o for o in original_orders
                                                         if o in originals),
                         tuple(dependent.values()), Counters.of(ref.launches), fused_counts,
-                        seen.compared, seen.skipped, tuple(runner.notes), runner.workers,
-                        tuple(o for o in orders if o not in rows),
+                        prep, seen.compared, seen.skipped, tuple(runner.notes),
+                        runner.workers, tuple(o for o in orders if o not in rows),
                         (ref, got.get(orders[0])) if keep else None)
+
+
+def _prepare_counters(original, fused, ref, run):
+    """The executor's sums over the prepare part's launches (original, fused), or None when
+    the fused program has no prepare part (sirius/fusion/plan/prepare.py)."""
+    prepare = getattr(fused, "prepare", None)
+    if prepare is None or not prepare.launches:
+        return None
+    fused_prep = {i for i, op in enumerate(fused.host.launches()) if op.prepare}
+    ours = prepare.launch_indices  # the original's launches, as its host numbers them
+
+    def part(launches, which):
+        return Counters.of(r for r in launches if r.launch_index in which)
+
+    return (part(ref.launches, ours),
+            part(run.launches, fused_prep) if run is not None else None)
 
 
 def _row(order: str, name: str, want: np.ndarray, have: np.ndarray | None, exact: bool,

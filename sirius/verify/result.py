@@ -107,6 +107,9 @@ class VerifyReport:
     # first fused run that completed (None when every fused run faulted)
     original_counters: Counters | None = None
     fused_counters: Counters | None = None
+    # the same sums over the launches of the one-time prepare part only (original, fused),
+    # where the program has one (sirius/fusion/plan/prepare.py); per inference = total - these
+    prepare_counters: tuple[Counters | None, Counters | None] | None = None
     # each compared buffer with why it is compared (and its versions), and (buffer, why) of
     # the original's buffers not compared; see sirius.verify.observe
     compared: tuple[Compared, ...] = ()
@@ -123,7 +126,15 @@ class VerifyReport:
         that did not run is None."""
         o = self.original_counters.to_json() if self.original_counters else None
         f = self.fused_counters.to_json() if self.fused_counters else None
-        return {"original": o, "fused": f, "ratio": ratios(o, f) if o and f else None}
+        out = {"original": o, "fused": f, "ratio": ratios(o, f) if o and f else None}
+        if self.prepare_counters is not None:
+            po, pf = (c.to_json() if c else None for c in self.prepare_counters)
+            io = {k: v - po[k] for k, v in o.items()} if o and po else None
+            inf = {k: v - pf[k] for k, v in f.items()} if f and pf else None
+            out["prepare"] = {"original": po, "fused": pf}
+            out["per_inference"] = {"original": io, "fused": inf,
+                                    "ratio": ratios(io, inf) if io and inf else None}
+        return out
 
     @property
     def status(self) -> str:
@@ -244,11 +255,13 @@ class VerifyReport:
             lines.append("  those buffers are compared with the original run in the same order; "
                          "a difference there is 'unchecked', not blamed on the fusion")
         c = self.counters()
-        if c["ratio"]:
-            lines.append("executor counts, original -> fused: " + ", ".join(
-                f"{k.replace('_', ' ')} {c['original'][k]} -> {c['fused'][k]}"
-                + (f" ({r:.3g}x)" if (r := c["ratio"][k]) is not None else "")
-                for k in c["original"]))
+        for what, part in (("executor counts", c),
+                           ("per inference (the prepare part left out)", c.get("per_inference"))):
+            if part and part["ratio"]:
+                lines.append(f"{what}, original -> fused: " + ", ".join(
+                    f"{k.replace('_', ' ')} {part['original'][k]} -> {part['fused'][k]}"
+                    + (f" ({r:.3g}x)" if (r := part["ratio"][k]) is not None else "")
+                    for k in part["original"]))
         lines.append("runs: " + (f"{self.jobs} worker processes" if self.jobs > 1
                                  else "one after another in this process"))
         lines += [f"note: {n}" for n in self.notes]

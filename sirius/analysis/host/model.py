@@ -179,13 +179,19 @@ class Launch:
     smem: Expr
     args: tuple[Arg, ...]
     loc: Location | None = None
+    # part of the one-time prepare part: it computes only from the model's parameters
+    # (sirius/fusion/plan/prepare.py); False: the per-inference part
+    prepare: bool = False
 
     def to_json(self) -> dict:
-        return {"op": "launch", "kernel": self.kernel, "mangled": self.mangled,
-                "grid": [g.to_json() for g in self.grid],
-                "block": [b.to_json() for b in self.block],
-                "smem": self.smem.to_json(), "args": [a.to_json() for a in self.args],
-                "loc": _loc(self.loc)}
+        out = {"op": "launch", "kernel": self.kernel, "mangled": self.mangled,
+               "grid": [g.to_json() for g in self.grid],
+               "block": [b.to_json() for b in self.block],
+               "smem": self.smem.to_json(), "args": [a.to_json() for a in self.args],
+               "loc": _loc(self.loc)}
+        if self.prepare:
+            out["prepare"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,11 @@ class Options:
     smem: str = "concat"  # vertical kernels: "concat" gives every member its own shared
     # memory; "overlay" lays them over each other, a block barrier before each member that
     # uses shared memory after another did (members.overlay_shared)
+    # the model's parameter buffers (names or shell patterns): launches that compute only from
+    # them form the one-time prepare part (prepare.py); None: the `sirius import-tvm` sidecar's
+    # (resolved by the caller that knows the files, prepare.params_for), else none
+    params: tuple[str, ...] | None = None
+    params_source: str = "--params"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +170,8 @@ def regions(host: HostProgram, uar: UAR, kernels: Sequence[KernelInfo]) -> list[
 
         for op in ops:
             if isinstance(op, Launch):
+                if run and run[-1].prepare != op.prepare:  # the prepare part ends a region
+                    close()
                 run.append(op)
                 continue
             close()

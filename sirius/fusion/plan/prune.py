@@ -83,7 +83,7 @@ def prune_launches(host: HostProgram, uar: UAR, kernels: Sequence[KernelInfo]
     copies_back = any(isinstance(op, Copy) and op.kind == "D2H" for op, _, _ in walk(host))
     raw_from = {d.src for d in uar.dependences if d.kind == "RAW"}
     for st in launches:
-        if not _pure(st, infos):
+        if not pure_launch(st, infos):
             continue
         if copies_back and st.id not in raw_from:
             gone[id(st.op)] = Pruned(st.id, st.label, st.loc, "dead",
@@ -94,7 +94,7 @@ def prune_launches(host: HostProgram, uar: UAR, kernels: Sequence[KernelInfo]
     for st in launches:
         key = (_body(st), dataclasses.replace(st.op, loc=None))
         seen = earlier.setdefault(key, [])
-        if id(st.op) in gone or not _pure(st, infos):
+        if id(st.op) in gone or not pure_launch(st, infos):
             seen.append(st)
             continue
         first = next((f for f in seen if id(f.op) not in gone
@@ -114,7 +114,7 @@ def prune_launches(host: HostProgram, uar: UAR, kernels: Sequence[KernelInfo]
                        tuple(sorted(gone.values(), key=lambda p: order[p.statement])))
 
 
-def _pure(st: Statement, infos: dict[str, KernelInfo]) -> bool:
+def pure_launch(st: Statement, infos: dict[str, KernelInfo]) -> bool:
     """Whether the launch acts only through memory: no call that stayed a call (printf, assert,
     any device function not inlined), no inline asm."""
     info = infos.get(st.op.mangled)  # type: ignore[union-attr]
