@@ -95,11 +95,11 @@ def launch_regions(host: HostProgram) -> list[int]:
 
 def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, KernelResources],
             *, seed: int, dtypes, regions: bool = True,
-            segment_blocks: dict[str, tuple[int | None, ...]] | None = None
+            segment_blocks: dict[str, tuple[tuple[int, int] | None, ...]] | None = None
             ) -> list[LaunchCounts]:
     """Run `host` with device module `ir` and return the model's inputs per dynamic launch;
-    `segment_blocks`: per megakernel (its IR name), the blocks each segment gives work to
-    (`megakernel_segment_blocks`)."""
+    `segment_blocks`: per megakernel (its IR name), the blocks and threads each segment gives
+    work to (`megakernel_segment_blocks`)."""
     base = _run(host, _program(ir, files), kernels, seed, dtypes, count_flops=True)
     flops = [_by_precision(r.stats.flops) for r in base.launches]
     seg_flops = [[_by_precision(f) for f in r.stats.segment_flops] or
@@ -127,30 +127,33 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
             r.registers if r else None, r.smem if r else 0,
             s.shared_load_bytes + s.shared_store_bytes, s.barriers,
             region_of[rec.launch_index], feet[len(out)], exact, s.sync,
-            tuple(Segment(ins, ld + st, tuple(sorted(f.items())), nb)
-                  for (ins, ld, st), f, nb in zip(
+            tuple(Segment(ins, ld + st, tuple(sorted(f.items())), *(work or (None, None)))
+                  for (ins, ld, st), f, work in zip(
                       s.segments, sfl,
                       segment_blocks.get(op.mangled, (None,) * len(s.segments)),
                       strict=True))))
     return out
 
 
-def megakernel_segment_blocks(megakernels) -> dict[str, tuple[int | None, ...]]:
-    """Per megakernel (FuseResult.megakernels), per segment: the blocks of its grid that get
-    work, the most blocks one of the segment's members needs (every member runs over its own
-    blocks from block 0, model.Segment.blocks); None where a member's need is not known."""
+def megakernel_segment_blocks(megakernels) -> dict[str, tuple[tuple[int, int] | None, ...]]:
+    """Per megakernel (FuseResult.megakernels), per segment: (blocks, threads) of its grid and
+    block that get work: the most blocks one of the segment's members needs (every member runs
+    over its own blocks from block 0) and the most threads one has (a member runs on its own
+    block size); None where a member's need is not known (model.Segment)."""
     from math import prod
 
-    out: dict[str, tuple[int | None, ...]] = {}
+    out: dict[str, tuple[tuple[int, int] | None, ...]] = {}
     for rec in megakernels:
         k = rec.kernel
         if k is None:
             continue
         threads = prod(k.block)
-        per: list[int | None] = []
+        per: list[tuple[int, int] | None] = []
         for seg in k.spec.segments():
-            needs = [k.spec.members[m].blocks_needed(threads) for m in seg]
-            per.append(None if any(n is None for n in needs) else max(needs, default=1))
+            ms = [k.spec.members[m] for m in seg]
+            needs = [m.blocks_needed(threads) for m in ms]
+            per.append(None if any(n is None for n in needs) else
+                       (max(needs, default=1), min(threads, max(m.threads for m in ms))))
         out[k.name] = tuple(per)
     return out
 

@@ -36,9 +36,10 @@ Inputs and how executor counts become them (sirius/tune/counts.py measures them)
 
 A *megakernel* launch (`--megakernel grid|counters`) is estimated per segment: each segment's
 DRAM, compute and issue terms (its own counts; the launch's charged DRAM bytes shared out in
-proportion to its executor bytes) with the launch's occupancy and the waves of the blocks that
-segment gives work to (a segment of members of 8 blocks keeps 8 blocks of the grid busy, however
-large the grid: `Segment.blocks`), the segments' largest
+proportion to its executor bytes) with the launch's occupancy and the waves of the blocks and
+threads that segment gives work to (a segment of members of 8 blocks of 128 threads keeps 8
+blocks of 4 warps busy, however large the megakernel's grid and block: `Segment.blocks`,
+`Segment.threads`), the segments' largest
 terms added up (they run one after another), plus `grid_sync_us` per grid barrier or `wait_us`
 per dependence wait between two segments: both assumptions, stated in the estimate's notes.
 
@@ -95,11 +96,16 @@ class Segment:
     # their own blocks from block 0 (a block-stride loop past the grid), so at most the most
     # blocks one member needs; None: unknown, the whole grid
     blocks: int | None = None
+    # the threads of a block that work in this segment: a member runs on its own block size
+    # (the others of the megakernel's block skip it), so at most the largest member's; None:
+    # unknown, the whole block
+    threads: int | None = None
 
     def to_json(self) -> dict:
         return {"instructions": self.instructions, "dram_bytes": self.dram_bytes,
                 "flops": dict(self.flops),
-                **({"blocks": self.blocks} if self.blocks is not None else {})}
+                **({"blocks": self.blocks} if self.blocks is not None else {}),
+                **({"threads": self.threads} if self.threads is not None else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,12 +203,14 @@ def _segments(v: object, bad) -> tuple[Segment, ...]:
     if not isinstance(v, list) or not all(
             isinstance(g, dict) and isinstance(g.get("instructions"), int)
             and isinstance(g.get("dram_bytes"), int) and isinstance(g.get("flops", {}), dict)
-            and isinstance(g.get("blocks", 1), int) and g.get("blocks", 1) > 0
+            and all(isinstance(g.get(k, 1), int) and g.get(k, 1) > 0
+                    for k in ("blocks", "threads"))
             for g in v):
         raise bad("'segments' must be a list of objects with instructions, dram_bytes, "
-                  "flops and optionally blocks (> 0)")
+                  "flops and optionally blocks and threads (> 0)")
     return tuple(Segment(g["instructions"], g["dram_bytes"],
-                         tuple(sorted(g.get("flops", {}).items())), g.get("blocks"))
+                         tuple(sorted(g.get("flops", {}).items())), g.get("blocks"),
+                         g.get("threads"))
                  for g in v)
 
 
@@ -423,9 +431,12 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
         per = []
         for g in c.segments:
             active = max(1, c.blocks) if g.blocks is None else max(1, min(c.blocks, g.blocks))
+            warps = occ.warps_per_block if g.threads is None else \
+                max(1, min(occ.warps_per_block, -(-g.threads // gpu.warp_size)))
             slow = whole
-            if active != max(1, c.blocks):  # this segment's waves, not the whole grid's
-                sw = Waves(active, gpu.sms, occ.blocks_per_sm, occ.warps_per_block)
+            if active != max(1, c.blocks) or warps != occ.warps_per_block:
+                # this segment's waves and warps, not the whole grid's and block's
+                sw = Waves(active, gpu.sms, occ.blocks_per_sm, warps)
                 slow = (sw.slowdown(a.issue_warps_per_sm),
                         sw.slowdown(max(1.0, a.dram_warp_fraction * gpu.max_warps_per_sm)))
             per.append(terms(g.instructions, dram_bytes * g.dram_bytes / total, g.flops,

@@ -157,7 +157,14 @@ def test_a_megakernel_segment_is_as_parallel_as_the_blocks_it_gives_work_to():
     # more blocks than the grid: the grid's waves (a block-stride loop)
     big = estimate(dataclasses.replace(mk, segments=(dataclasses.replace(work, blocks=1000),)), h)
     assert big.issue == pytest.approx(spread.issue)
-    # blocks survive tune.json / RUNS.json
-    d = mk.to_json()
-    assert d["segments"][0]["blocks"] == 8
-    assert LaunchCounts.from_json(d, "test").segments[0].blocks == 8
+    # a segment whose members use 128 of the block's 1024 threads: 4 warps work per block
+    wide = dataclasses.replace(mk, block=(1024, 1, 1),
+                               segments=(dataclasses.replace(work, threads=128),))
+    narrow = estimate(counts(grid=8, block=128, instructions=work.instructions, dram=1000), h)
+    assert estimate(wide, h).issue == pytest.approx(narrow.issue)
+    assert estimate(dataclasses.replace(wide, segments=(work,)), h).issue < narrow.issue / 2
+    # blocks and threads survive tune.json / RUNS.json
+    d = wide.to_json()
+    assert d["segments"][0]["blocks"] == 8 and d["segments"][0]["threads"] == 128
+    back = LaunchCounts.from_json(d, "test").segments[0]
+    assert (back.blocks, back.threads) == (8, 128)
