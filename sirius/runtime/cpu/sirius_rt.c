@@ -205,6 +205,7 @@ struct worker {
     uint64_t barriers;
     uint32_t block_linear;
     uint32_t *perm;
+    uint32_t *tids;   // the thread ids (x, y, z) of each linear thread id of the block
     uint64_t rng;
     trace_rec *trace;
     uint64_t trace_len, trace_cap;
@@ -228,10 +229,18 @@ static void make_order(uint32_t *perm, uint32_t n, int order, uint64_t *rng) {
         }
 }
 
-static void set_ids(sirius_ctx *c, const uint32_t *block, uint32_t linear) {
-    c->tid[0] = linear % block[0];
-    c->tid[1] = (linear / block[0]) % block[1];
-    c->tid[2] = linear / (block[0] * block[1]);
+// The thread ids of the block's linear thread ids, once per launch (three divisions per thread
+// and block cost as much as a short thread's body).
+static void make_tids(uint32_t *tids, const uint32_t *block, uint32_t n) {
+    uint32_t x = 0, y = 0, z = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        tids[3 * i] = x; tids[3 * i + 1] = y; tids[3 * i + 2] = z;
+        if (++x == block[0]) { x = 0; if (++y == block[1]) { y = 0; ++z; } }
+    }
+}
+
+static void set_ids(worker *w, uint32_t linear) {
+    memcpy(w->ctx->tid, w->tids + 3 * (size_t)linear, 3 * sizeof(uint32_t));
 }
 
 // ---- faults ---------------------------------------------------------------------------------
@@ -549,7 +558,7 @@ static void run_block_fibers(worker *w) {
     int n = w->nthreads;
     for (int i = 0; i < n; ++i) {
         fiber *f = &w->fibers[i];
-        set_ids(w->ctx, d->block, (uint32_t)i);
+        set_ids(w, (uint32_t)i);
         memcpy(f->tid, w->ctx->tid, sizeof f->tid);
         f->state = RUN;
         fctx_make(&f->uc, w->stacks + (size_t)i * w->stack_bytes, w->stack_bytes, fiber_main);
@@ -589,7 +598,7 @@ static void run_block_loops(worker *w) {
     cont_fn fn = (cont_fn)(void *)w->fn;
     for (int i = 0; i < n; ++i) {
         fiber *f = &w->fibers[i];
-        set_ids(w->ctx, d->block, (uint32_t)i);
+        set_ids(w, (uint32_t)i);
         memcpy(f->tid, w->ctx->tid, sizeof f->tid);
         f->state = RUN;
         f->resume = 0;
@@ -690,7 +699,7 @@ static void run_block_fast(worker *w) {
     make_order(w->perm, (uint32_t)n, d->order, &w->rng);
     if (setjmp(w->jb)) return;
     for (int k = 0; k < n; ++k) {
-        set_ids(w->ctx, d->block, w->perm[k]);
+        set_ids(w, w->perm[k]);
         w->fn(d->args);
     }
 }
@@ -989,6 +998,8 @@ int sirius_launch(launch_desc *d) {
         w->trace_len = 0;
         w->rng = d->seed * 0x2545f4914f6cdd1dull + (uint64_t)i + 1;
         w->perm = realloc(w->perm, nthreads * sizeof(uint32_t));
+        w->tids = realloc(w->tids, 3 * (size_t)nthreads * sizeof(uint32_t));
+        make_tids(w->tids, d->block, nthreads);
         if (!w->altstack) w->altstack = malloc(ALTSTACK_BYTES);
         w->ctx->w = w;
         memcpy(w->ctx->ntid, d->block, sizeof d->block);
