@@ -64,8 +64,10 @@ def test_without_parameters_every_launch_is_per_inference():
 
 
 @pytest.mark.parametrize("flag,prepare", [("LOOPED", ["transpose"]),
-                                          ("BIAS_FROM_X", ["transpose"])])
-def test_a_launch_in_a_host_loop_or_reading_an_input_is_per_inference(flag, prepare):
+                                          ("BIAS_FROM_X", ["transpose"]),
+                                          ("REUPLOAD", ["scale_bias"])])
+def test_a_launch_in_a_loop_reading_an_input_or_an_overwritten_parameter_is_per_inference(
+        flag, prepare):
     res = fuse([WEIGHTS], Options(params=("d_w", "d_b")), flags=(f"-D{flag}",))
     assert [p.kernel for p in res.prepare.launches] == prepare
     assert verify_fused(res.original, res, seed=3).ok

@@ -17,7 +17,9 @@ host-to-device copy writes is not a parameter (a note says which operation write
 - it is not inside a host loop and acts only through memory (no call left a call, no inline
   asm: as prune.py asks);
 - every buffer it may read is a parameter or a buffer a prepare launch before it wrote
-  (buffer level, from the UAR's effects, which over-approximate what a launch reads);
+  (buffer level, from the UAR's effects, which over-approximate what a launch reads), and
+  nothing writes it after L (a parameter uploaded again later would make L's result depend on
+  which upload it saw);
 - every buffer it may write is no parameter, is written by no other operation of the program
   and read by none before L (so what it writes is a function of the parameters alone, and
   stays so for every later inference).
@@ -147,22 +149,23 @@ def find_prepare(host: HostProgram, uar: UAR, kernels: Sequence[KernelInfo],
             derived.add(p)
     used = tuple(p for p in params if p in derived)
     infos = {k.mangled: k for k in kernels}
+    order = {st.id: i for i, st in enumerate(uar.statements)}
+    last_write = {b: max(order[x] for x in ws) for b, ws in writers.items()}
     read_so_far: set[str] = set()
     marked: dict[int, PrepareLaunch] = {}
     for st in uar.statements:
         r, w = reads.get(st.id, set()), writes.get(st.id, set())
-        op = st.op
         if st.kind == "launch" and not st.loops and pure_launch(st, infos) and r <= derived \
+                and all(last_write.get(b, -1) < order[st.id] for b in r) \
                 and w and not (w & derived) and not (w & read_so_far) \
                 and all(writers.get(b) == [st.id] for b in w):
-            marked[id(op)] = PrepareLaunch(st.id, st.label, st.loc, tuple(sorted(r)),
+            marked[id(st.op)] = PrepareLaunch(st.id, st.label, st.loc, tuple(sorted(r)),
                                            tuple(sorted(w)))
             derived |= w
         read_so_far |= r
     if not marked:
         return PrepareResult(host, used, (), source, tuple(notes))
     ops = _marked(host.ops, set(marked))
-    order = {st.id: i for i, st in enumerate(uar.statements)}
     return PrepareResult(dataclasses.replace(host, ops=ops), used,
                          tuple(sorted(marked.values(), key=lambda p: order[p.statement])),
                          source, tuple(notes))
