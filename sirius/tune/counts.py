@@ -131,7 +131,8 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
                   for (ins, ld, st), f, work in zip(
                       s.segments, sfl,
                       segment_blocks.get(op.mangled, (None,) * len(s.segments)),
-                      strict=True))))
+                      strict=True)),
+            op.prepare))
     return out
 
 

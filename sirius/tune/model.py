@@ -129,6 +129,7 @@ class LaunchCounts:
     footprint_exact: bool = False    # True: from an executor trace; False: buffer-size bound
     sync: str = ""                   # a megakernel: "grid" or "counters"
     segments: tuple[Segment, ...] = ()  # a megakernel: per segment, in order
+    prepare: bool = False            # in the one-time prepare part (fusion/plan/prepare.py)
 
     @property
     def blocks(self) -> int:
@@ -151,7 +152,8 @@ class LaunchCounts:
                 "barriers": self.barriers, "region": self.region,
                 "footprint": self.footprint, "footprint_exact": self.footprint_exact,
                 **({"sync": self.sync, "segments": [g.to_json() for g in self.segments]}
-                   if self.segments else {})}
+                   if self.segments else {}),
+                **({"prepare": True} if self.prepare else {})}
 
     @classmethod
     def from_json(cls, d: object, where: str) -> LaunchCounts:
@@ -487,6 +489,13 @@ class ProgramEstimate:
     def seconds(self) -> float:
         return sum(e.seconds for e in self.launches)
 
+    @property
+    def prepare_seconds(self) -> float:
+        """The part of `seconds` in the one-time prepare part (launches that compute only from
+        the parameters); the rest runs per inference."""
+        return sum(e.seconds for e, c in zip(self.launches, self.counts, strict=True)
+                   if c.prepare)
+
     def terms(self) -> dict[str, float]:
         return {t: sum(getattr(e, t) for e in self.launches) for t in TERMS}
 
@@ -512,6 +521,8 @@ class ProgramEstimate:
     def to_json(self) -> dict:
         shares = self.bound_shares()
         return {"gpu": self.gpu, "estimate": True, "seconds": _num(self.seconds),
+                "prepare_seconds": _num(self.prepare_seconds),
+                "prepare_launches": sum(c.prepare for c in self.counts),
                 "launches": len(self.launches), "bound": self.bound,
                 "bound_shares": {t: {"launches": n, "share": round(f, 4)}
                                  for t, (n, f) in shares.items()},

@@ -207,7 +207,17 @@ def _chosen_line(result: TuneResult, sp: dict) -> str:
             f"the original ({sp['over_original']:.2f}x, estimate"
             + (f"; {sp['over_default_fuse']:.2f}x over `sirius fuse` defaults"
                if "over_default_fuse" in sp else "")
-            + f"); verified on the CPU executor: {c.verify_note}.")
+            + f"); verified on the CPU executor: {c.verify_note}." + _prepare_note(c, b))
+
+
+def _prepare_note(c, b) -> str:
+    """What of the estimates is the one-time prepare part (docs/fusion.md#prepare)."""
+    if c.estimate is None or b.estimate is None or not b.estimate.prepare_seconds:
+        return ""
+    cp, bp = c.estimate.prepare_seconds, b.estimate.prepare_seconds
+    return (f" Of these, the one-time prepare part (launches that compute only from the "
+            f"parameters) is {fmt_time(cp)} and {fmt_time(bp)}; per inference "
+            f"{fmt_time(c.seconds - cp)} vs {fmt_time(b.seconds - bp)} (estimate).")
 
 
 def _measure_line(result: TuneResult) -> str:

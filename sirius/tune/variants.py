@@ -245,8 +245,12 @@ def build(req: Request, measure: bool = True):
     if req.original:
         if s.resources is None:
             s.resources = dict(compile_ir(o.program.device_ir, src.arch)[1].kernels)
-        counts = C.measure(o.host, o.program.device_ir, src.files, o.kernels, s.resources,
-                         seed=src.seed, dtypes=s.dtypes, regions=False)
+        # the original as written, its prepare launches marked (the same launches in the same
+        # order: the interpreter runs it as the original)
+        prep = plan_for(src, True, "auto").prepare
+        host = prep.host if prep is not None else o.host
+        counts = C.measure(host, o.program.device_ir, src.files, o.kernels, s.resources,
+                           seed=src.seed, dtypes=s.dtypes, regions=False)
         from sirius.fusion.plan.planner import launch_count
 
         n = launch_count(o.host.ops)

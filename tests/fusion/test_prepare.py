@@ -104,3 +104,23 @@ def test_tvm_import_parameters_come_from_the_sidecar():
     rep = verify_fused(res.original, res, seed=7)
     assert rep.ok
     assert rep.counters()["per_inference"]["original"]["launches"] == 1
+
+
+def test_tune_estimates_show_the_prepare_part():
+    """sirius tune's counts mark the prepare launches (original and fused), and the estimate
+    says how much of the time is the one-time part."""
+    from sirius.tune.gpus import gpu
+    from sirius.tune.model import Assumptions
+    from sirius.tune.tuner import estimate_variant
+    from sirius.tune.variants import Request, Source, build
+
+    src = Source((str(WEIGHTS),), "sm_90", params=("d_w", "d_b"))
+    for req in (Request(src, "original", False, "original", original=True),
+                Request(src, "auto", True, "auto")):
+        vr, _ = build(req)
+        assert vr.ok, vr.error
+        marked = [c.kernel for c in vr.counts if c.prepare]
+        assert marked == (["transpose", "scale_bias"] if req.original else ["sirius_h0"])
+        est = estimate_variant(vr, gpu("H100 SXM"), Assumptions()).estimate
+        assert 0 < est.prepare_seconds < est.seconds
+        assert est.to_json()["prepare_launches"] == len(marked)
