@@ -302,8 +302,9 @@ def report_md(result: TuneResult) -> str:
 
 # html ---------------------------------------------------------------------------------------------
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
-color:#222}table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;
-padding:3px 6px;text-align:left;vertical-align:top}th{background:#f2f4f7}.note{background:#fff6d6;
+color:#222}table{border-collapse:collapse;font-size:13px;margin:.5em 0;display:block;
+max-width:100%;overflow-x:auto}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;
+vertical-align:top;overflow-wrap:anywhere}th{background:#f2f4f7}.note{background:#fff6d6;
 border-left:4px solid #e0b000;padding:.5em 1em}.chosen{background:#e8f4ea}img{max-width:100%}
 code{font-size:12px}"""
 
