@@ -95,11 +95,11 @@ def launch_regions(host: HostProgram) -> list[int]:
 
 def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, KernelResources],
             *, seed: int, dtypes, regions: bool = True,
-            segment_blocks: dict[str, tuple[tuple[int, int] | None, ...]] | None = None
+            segment_work: dict[str, tuple[tuple[int, int] | None, ...]] | None = None
             ) -> list[LaunchCounts]:
     """Run `host` with device module `ir` and return the model's inputs per dynamic launch;
-    `segment_blocks`: per megakernel (its IR name), the blocks and threads each segment gives
-    work to (`megakernel_segment_blocks`)."""
+    `segment_work`: per megakernel (its IR name), the blocks and threads each segment gives
+    work to (`megakernel_segment_work`)."""
     base = _run(host, _program(ir, files), kernels, seed, dtypes, count_flops=True)
     flops = [_by_precision(r.stats.flops) for r in base.launches]
     seg_flops = [[_by_precision(f) for f in r.stats.segment_flops] or
@@ -115,7 +115,7 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
         feet = [footprint(t.records) for t in traced.traces]
         exact = True
     region_of = launch_regions(host) if regions else [-1] * len(statics)
-    segment_blocks = segment_blocks or {}
+    segment_work = segment_work or {}
     out = []
     for rec, fl, sfl in zip(base.launches, flops, seg_flops, strict=True):
         s = rec.stats
@@ -130,13 +130,13 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
             tuple(Segment(ins, ld + st, tuple(sorted(f.items())), *(work or (None, None)))
                   for (ins, ld, st), f, work in zip(
                       s.segments, sfl,
-                      segment_blocks.get(op.mangled, (None,) * len(s.segments)),
+                      segment_work.get(op.mangled, (None,) * len(s.segments)),
                       strict=True)),
             op.prepare))
     return out
 
 
-def megakernel_segment_blocks(megakernels) -> dict[str, tuple[tuple[int, int] | None, ...]]:
+def megakernel_segment_work(megakernels) -> dict[str, tuple[tuple[int, int] | None, ...]]:
     """Per megakernel (FuseResult.megakernels), per segment: (blocks, threads) of its grid and
     block that get work: the most blocks one of the segment's members needs (every member runs
     over its own blocks from block 0) and the most threads one has (a member runs on its own

@@ -246,9 +246,12 @@ def build(req: Request, measure: bool = True):
         if s.resources is None:
             s.resources = dict(compile_ir(o.program.device_ir, src.arch)[1].kernels)
         # the original as written, its prepare launches marked (the same launches in the same
-        # order: the interpreter runs it as the original)
-        prep = plan_for(src, True, "auto").prepare
-        host = prep.host if prep is not None else o.host
+        # order: the interpreter runs it as the original); no planning needed for that
+        from sirius.fusion.plan.prepare import find_prepare, params_for
+
+        params, source = params_for(src.files, src.params)
+        host = find_prepare(o.host, s.analysed.uar, o.kernels, params, source).host \
+            if params else o.host
         counts = C.measure(host, o.program.device_ir, src.files, o.kernels, s.resources,
                            seed=src.seed, dtypes=s.dtypes, regions=False)
         from sirius.fusion.plan.planner import launch_count
@@ -262,7 +265,7 @@ def build(req: Request, measure: bool = True):
     res = generate(plan, [Path(f) for f in src.files], passes=passes_without(req.without))
     counts = C.measure(res.host, res.device_ir, src.files, o.kernels, res.resources,
                        seed=src.seed, dtypes=s.dtypes,
-                       segment_blocks=C.megakernel_segment_blocks(res.megakernels)
+                       segment_work=C.megakernel_segment_work(res.megakernels)
                        ) if measure else []
     fused = tuple({"name": r.name, "arrangement": r.arrangement, "region": r.region,
                    "members": [f"{n.sid} {n.launch.kernel}" for n in r.nodes]}
