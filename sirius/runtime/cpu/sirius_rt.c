@@ -103,13 +103,16 @@ _Static_assert(__builtin_offsetof(sirius_ctx, flops) == 120, "ctx layout");
 _Static_assert(sizeof(sirius_ctx) <= 192, "ctx layout: CTX_BYTES in native.py");
 
 typedef void (*thread_fn)(void **args);
-// a work-item-loop kernel: runs one thread from `state` (0: the start, s + 1: after the barrier
-// at site s) to its next barrier (returns s + 1) or to its end (returns 0)
+// a work-item-loop kernel: runs one thread from `state` (0: the start, s + 1: after the stop
+// at site s) to its next barrier (returns s + 1), its next warp operation (returns
+// (s + 1) | WARP_STOP, its record written) or its end (returns 0)
 typedef uint32_t (*cont_fn)(void **args, char *frame, uint32_t state);
 
 enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
 enum { MODE_FAST = 0, MODE_FIBERS = 1, MODE_LOOPS = 2 };
 enum { RUN = 0, AT_BARRIER = 1, AT_WARP = 2, EXITED = 3 };
+// MODE_LOOPS: a continuation that stops at a warp operation returns its site + 1 with this bit
+#define WARP_STOP 0x80000000u
 enum { FAULT_NONE = 0, FAULT_BOUNDS = 1, FAULT_BARRIER = 2, FAULT_WARP = 3, FAULT_SIGNAL = 4 };
 enum { W_SHFL_IDX = 0, W_SHFL_UP = 1, W_SHFL_DOWN = 2, W_SHFL_BFLY = 3, W_BALLOT = 4,
        W_ANY = 5, W_ALL = 6, W_UNI = 7, W_SYNC = 8, W_MATCH_ANY = 9,
@@ -167,13 +170,24 @@ typedef struct {
     uint32_t kind;
 } trace_rec;
 
+// A thread's warp operation: where it waits and, once the warp completes it, its result. On
+// fibers it is part of the fiber; with work-item loops it is the first 32 bytes of the thread's
+// frame, which the continuation writes (op, mask, val, b, c) and reads (result) itself
+// (WARP_RECORD in wiloop.py), so that a warp operation costs no call into the runtime.
+typedef struct {
+    int32_t op;
+    uint32_t mask, val, b, c;
+    int32_t site;
+    uint32_t result, pad;
+} wrec;
+_Static_assert(sizeof(wrec) == 32, "wrec layout: WARP_RECORD in wiloop.py");
+
 typedef struct {
     fctx uc;
     uint32_t tid[3];
     int state;
     int bar_id, bar_count, bar_site, bar_red, bar_pred;
-    int wop, wsite;
-    uint32_t wmask, wval, wb, wc, wresult;
+    wrec wr;          // fibers: the warp operation
     uint32_t resume;  // MODE_LOOPS: where the thread goes on (cont_fn's state)
 } fiber;
 
@@ -191,7 +205,10 @@ struct worker {
     size_t frames_cap;
     fctx sched;
     int cur;          // fiber running, -1 outside fiber mode
-    int loop_cur;     // MODE_LOOPS: the thread being called (its warp operation's record)
+    // the warp operation record of thread i is at recs + i * rec_stride (the fiber's `wr`, or
+    // the start of the thread's frame in MODE_LOOPS)
+    char *recs;
+    size_t rec_stride;
     // MODE_LOOPS, per warp of the block (at most 32): lanes not exited; lanes that stopped at
     // a warp operation in this round, the site of the first, and whether the sites differ
     uint32_t wlive[32], warr[32];
@@ -213,6 +230,10 @@ struct worker {
 
 static __thread worker *tls_worker;
 
+static inline wrec *rec_of(worker *w, int i) {
+    return (wrec *)(w->recs + (size_t)i * w->rec_stride);
+}
+
 static uint64_t splitmix(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -222,11 +243,16 @@ static uint64_t splitmix(uint64_t *s) {
 
 static void make_order(uint32_t *perm, uint32_t n, int order, uint64_t *rng) {
     for (uint32_t i = 0; i < n; ++i) perm[i] = order == ORDER_REVERSE ? n - 1 - i : i;
-    if (order == ORDER_RANDOM)
-        for (uint32_t i = n; i > 1; --i) {
-            uint32_t j = (uint32_t)(splitmix(rng) % i);
-            uint32_t t = perm[i - 1]; perm[i - 1] = perm[j]; perm[j] = t;
-        }
+    if (order != ORDER_RANDOM) return;
+    // Fisher-Yates; each draw is 32 bits of a splitmix output scaled to [0, i) by a multiply
+    // (Lemire's method: no division; the bias, below i / 2^32, does not matter here)
+    uint64_t bits = 0;
+    for (uint32_t i = n, half = 0; i > 1; --i, half ^= 1) {
+        if (!half) bits = splitmix(rng);
+        uint32_t j = (uint32_t)(((bits & 0xffffffffu) * (uint64_t)i) >> 32);
+        bits >>= 32;
+        uint32_t t = perm[i - 1]; perm[i - 1] = perm[j]; perm[j] = t;
+    }
 }
 
 // The thread ids of the block's linear thread ids, once per launch (three divisions per thread
@@ -362,7 +388,7 @@ uint32_t sirius_rt_barrier(sirius_ctx *c, int32_t id, int32_t count, int32_t sit
     f->bar_red = red;
     f->bar_pred = pred != 0;
     yield_to_scheduler(w);
-    return f->wresult;
+    return f->wr.result;
 }
 
 // A warp-synchronous operation at call site `site`: the lanes that wait at the same site form
@@ -373,63 +399,67 @@ uint32_t sirius_rt_warp(sirius_ctx *c, int32_t op, uint32_t mask, uint32_t val, 
     if (w->cur < 0) { fprintf(stderr, "sirius: warp op outside fiber mode\n"); abort(); }
     fiber *f = &w->fibers[w->cur];
     f->state = AT_WARP;
-    f->wop = op; f->wmask = mask; f->wval = val; f->wb = b; f->wc = cc; f->wsite = site;
+    f->wr.op = op; f->wr.mask = mask; f->wr.val = val; f->wr.b = b; f->wr.c = cc;
+    f->wr.site = site;
     yield_to_scheduler(w);
-    return f->wresult;
-}
-
-// MODE_LOOPS: a continuation stops at a warp operation. It records the operation here for the
-// thread being called (as sirius_rt_warp does for a fiber) and returns its site + 1; when the
-// thread is called again at that site, sirius_rt_warp_result gives the operation's result.
-void sirius_rt_warp_arrive(sirius_ctx *c, int32_t op, uint32_t mask, uint32_t val, uint32_t b,
-                           uint32_t cc, int32_t site) {
-    worker *w = c->w;
-    fiber *f = &w->fibers[w->loop_cur];
-    f->state = AT_WARP;
-    f->wop = op; f->wmask = mask; f->wval = val; f->wb = b; f->wc = cc; f->wsite = site;
-}
-
-uint32_t sirius_rt_warp_result(sirius_ctx *c) {
-    worker *w = c->w;
-    return w->fibers[w->loop_cur].wresult;
+    return f->wr.result;
 }
 
 static void complete_warp(worker *w, int warp0, uint32_t present) {
-    fiber *F = w->fibers + warp0;
-    for (int l = 0; l < 32; ++l) {
-        if (!(present >> l & 1)) continue;
-        fiber *f = &F[l];
+    uint32_t val[32];
+    wrec *r0 = rec_of(w, warp0 + __builtin_ctz(present));
+    int same = 1;  // every lane's shuffle the same as the first's (the usual case)
+    for (uint32_t m = present; m; m &= m - 1) {
+        wrec *f = rec_of(w, warp0 + __builtin_ctz(m));
+        val[__builtin_ctz(m)] = f->val;
+        same &= f->op == r0->op && f->b == r0->b && f->c == r0->c;
+    }
+    if (same && (r0->op == W_SHFL_DOWN || r0->op == W_SHFL_BFLY) && (r0->c >> 8 & 31) == 0) {
+        // the source lane of each lane is lane + b or lane ^ b, within the clamp (c & 31)
+        uint32_t clamp = r0->c & 31, b = r0->b;
+        for (uint32_t m = present; m; m &= m - 1) {
+            uint32_t lane = (uint32_t)__builtin_ctz(m);
+            uint32_t j = r0->op == W_SHFL_DOWN ? lane + b : lane ^ b;
+            if (j > clamp || !(present >> j & 1)) j = lane;
+            rec_of(w, warp0 + (int)lane)->result = val[j];
+            w->fibers[warp0 + (int)lane].state = RUN;
+        }
+        return;
+    }
+    for (uint32_t m = present; m; m &= m - 1) {
+        int l = __builtin_ctz(m);
+        wrec *f = rec_of(w, warp0 + l);
         uint32_t r = 0, lane = (uint32_t)l;
-        if (f->wop <= W_SHFL_BFLY) {
-            uint32_t seg = (f->wc >> 8) & 31, clamp = f->wc & 31;
+        if (f->op <= W_SHFL_BFLY) {
+            uint32_t seg = (f->c >> 8) & 31, clamp = f->c & 31;
             uint32_t maxl = (lane & seg) | (clamp & ~seg), minl = lane & seg;
             int32_t j = 0; int ok = 0;
-            switch (f->wop) {
-            case W_SHFL_UP: j = (int32_t)lane - (int32_t)f->wb; ok = j >= (int32_t)maxl; break;
-            case W_SHFL_DOWN: j = (int32_t)(lane + f->wb); ok = j <= (int32_t)maxl; break;
-            case W_SHFL_BFLY: j = (int32_t)(lane ^ f->wb); ok = j <= (int32_t)maxl; break;
-            default: j = (int32_t)(minl | (f->wb & 31 & ~seg)); ok = j <= (int32_t)maxl; break;
+            switch (f->op) {
+            case W_SHFL_UP: j = (int32_t)lane - (int32_t)f->b; ok = j >= (int32_t)maxl; break;
+            case W_SHFL_DOWN: j = (int32_t)(lane + f->b); ok = j <= (int32_t)maxl; break;
+            case W_SHFL_BFLY: j = (int32_t)(lane ^ f->b); ok = j <= (int32_t)maxl; break;
+            default: j = (int32_t)(minl | (f->b & 31 & ~seg)); ok = j <= (int32_t)maxl; break;
             }
             if (!ok || j < 0 || j > 31 || !(present >> j & 1)) j = (int32_t)lane;
-            r = F[j].wval;
-        } else if (f->wop == W_BALLOT || f->wop == W_ANY || f->wop == W_ALL || f->wop == W_UNI) {
-            uint32_t bal = 0, m = f->wmask & present;
+            r = val[j];
+        } else if (f->op == W_BALLOT || f->op == W_ANY || f->op == W_ALL || f->op == W_UNI) {
+            uint32_t bal = 0, mm = f->mask & present;
             for (int k = 0; k < 32; ++k)
-                if ((m >> k & 1) && F[k].wval) bal |= 1u << k;
-            if (f->wop == W_BALLOT) r = bal;
-            else if (f->wop == W_ANY) r = bal != 0;
-            else if (f->wop == W_ALL) r = bal == m;
-            else r = bal == 0 || bal == m;
-        } else if (f->wop == W_ACTIVEMASK) {
+                if ((mm >> k & 1) && val[k]) bal |= 1u << k;
+            if (f->op == W_BALLOT) r = bal;
+            else if (f->op == W_ANY) r = bal != 0;
+            else if (f->op == W_ALL) r = bal == mm;
+            else r = bal == 0 || bal == mm;
+        } else if (f->op == W_ACTIVEMASK) {
             r = present;
-        } else if (f->wop == W_MATCH_ANY) {
+        } else if (f->op == W_MATCH_ANY) {
             for (int k = 0; k < 32; ++k)
-                if ((f->wmask & present) >> k & 1 && F[k].wval == f->wval) r |= 1u << k;
+                if ((f->mask & present) >> k & 1 && val[k] == f->val) r |= 1u << k;
         }
-        f->wresult = r;
+        f->result = r;
     }
-    for (int l = 0; l < 32; ++l)
-        if (present >> l & 1) F[l].state = RUN;
+    for (uint32_t m = present; m; m &= m - 1)
+        w->fibers[warp0 + __builtin_ctz(m)].state = RUN;
 }
 
 // Try to complete one warp operation or barrier; 1 when something became runnable.
@@ -446,14 +476,15 @@ static int release(worker *w) {
             if (F[l].state != EXITED) live |= 1u << l;
         for (int l = 0; l < lanes; ++l) {
             if (F[l].state != AT_WARP || (done_sites >> l & 1)) continue;
+            wrec *rl = rec_of(w, warp0 + l);
             uint32_t group = 0, need = 0;
             for (int k = l; k < lanes; ++k)
-                if (F[k].state == AT_WARP && F[k].wsite == F[l].wsite) {
+                if (F[k].state == AT_WARP && rec_of(w, warp0 + k)->site == rl->site) {
                     group |= 1u << k;
-                    need |= F[k].wmask;
+                    need |= rec_of(w, warp0 + k)->mask;
                 }
             done_sites |= group;
-            if (F[l].wop == W_ACTIVEMASK || ((need & live) & ~group) == 0) {
+            if (rl->op == W_ACTIVEMASK || ((need & live) & ~group) == 0) {
                 complete_warp(w, warp0, group);
                 return 1;
             }
@@ -483,7 +514,7 @@ static int release(worker *w) {
         for (int i = first; i < n && released < target; ++i)
             if (w->fibers[i].state == AT_BARRIER && w->fibers[i].bar_id == id) {
                 fiber *f = &w->fibers[i];
-                f->wresult = f->bar_red == 1 ? (uint32_t)popc
+                f->wr.result = f->bar_red == 1 ? (uint32_t)popc
                            : f->bar_red == 2 ? popc == target
                            : f->bar_red == 3 ? popc > 0 : 0;
                 f->state = RUN;
@@ -507,8 +538,8 @@ static int release_converged_warps(worker *w) {
         uint32_t group = 0;
         for (int l = 0; l < lanes && ok; ++l) {
             if (F[l].state == EXITED) continue;
-            if (F[l].state != AT_WARP || (site >= 0 && F[l].wsite != site)) ok = 0;
-            site = F[l].wsite;
+            if (F[l].state != AT_WARP || (site >= 0 && rec_of(w, warp0 + l)->site != site)) ok = 0;
+            site = rec_of(w, warp0 + l)->site;
             group |= 1u << l;
         }
         if (ok && group) {
@@ -556,6 +587,8 @@ static int ensure_stacks(worker *w, int n) {
 static void run_block_fibers(worker *w) {
     launch_desc *d = w->d;
     int n = w->nthreads;
+    w->recs = (char *)&w->fibers[0].wr;
+    w->rec_stride = sizeof(fiber);
     for (int i = 0; i < n; ++i) {
         fiber *f = &w->fibers[i];
         set_ids(w, (uint32_t)i);
@@ -603,6 +636,8 @@ static void run_block_loops(worker *w) {
         f->state = RUN;
         f->resume = 0;
     }
+    w->recs = w->frames;
+    w->rec_stride = d->frame_bytes;
     int nwarps = (n + 31) / 32;
     for (int k = 0; k < nwarps; ++k) {
         int lanes = n - 32 * k < 32 ? n - 32 * k : 32;
@@ -621,17 +656,21 @@ static void run_block_loops(worker *w) {
             fiber *f = &w->fibers[i];
             if (f->state != RUN) continue;
             memcpy(w->ctx->tid, f->tid, sizeof f->tid);
-            w->loop_cur = i;
-            uint32_t r = fn(d->args, w->frames + (size_t)i * d->frame_bytes, f->resume);
+            char *frame = w->frames + (size_t)i * d->frame_bytes;
+            uint32_t r = fn(d->args, frame, f->resume);
             if (r == 0) {
                 f->state = EXITED;
                 w->wlive[i >> 5] &= ~(1u << (i & 31));
-            } else if (f->state == AT_WARP) {  // sirius_rt_warp_arrive recorded it
+            } else if (r & WARP_STOP) {  // the continuation wrote its record (op, operands)
+                r &= ~WARP_STOP;
+                f->state = AT_WARP;
                 f->resume = r;
+                int32_t site = (int32_t)r - 1;
+                ((wrec *)frame)->site = site;
                 warps = 1;
                 int k = i >> 5;
-                if (!w->warr[k]) w->wsite[k] = f->wsite;
-                else if (w->wsite[k] != f->wsite) w->wmixed[k] = 1;
+                if (!w->warr[k]) w->wsite[k] = site;
+                else if (w->wsite[k] != site) w->wmixed[k] = 1;
                 w->warr[k] |= 1u << (i & 31);
             } else {
                 f->state = AT_BARRIER;

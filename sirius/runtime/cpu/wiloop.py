@@ -51,6 +51,21 @@ _PURE = {"getelementptr", "bitcast", "addrspacecast", "zext", "sext", "trunc", "
          "inttoptr", "udiv", "sdiv", "urem", "srem"}
 _SREG = re.compile(r"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ntid|ctaid|nctaid)\.[xyz]$")
 REMAT_LIMIT = 16  # instructions one rematerialized value may need
+# a kernel with warp operations keeps its pending one in the first bytes of each thread's frame:
+# op, mask, val, b, c (written by the continuation when it stops there), site (by the runtime),
+# result (written by the runtime, read at the resume point): `wrec` in sirius_rt.c
+WARP_RECORD = 32
+WARP_RESULT = 24
+WARP_STOP = 1 << 31  # or-ed into the returned state at a warp operation
+FRAME_ALIGN = 16  # where the frame's slices start; no access claims more (_lower_align)
+_ALIGN = re.compile(r"\balign (\d+)")
+
+
+def _lower_align(line: str) -> str:
+    """The line with every alignment claim above FRAME_ALIGN lowered to it (always sound: a
+    weaker claim)."""
+    return _ALIGN.sub(lambda m: m.group(0) if int(m.group(1)) <= FRAME_ALIGN
+                      else f"align {FRAME_ALIGN}", line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +223,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
     read: set[str] | None = None  # every value some line reads, once a barrier has a result
 
     # allocas: slices of the frame; barriers: where the kernel stops
-    frame = 0
+    frame = WARP_RECORD if any(_WARP.search(line) for line in everything) else 0
     allocas: dict[str, int] = {}
     barriers = 0
     for bi, b in enumerate(blocks):
@@ -224,9 +239,10 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                     size = type_size(ins.source_type, structs)
                 except TypeParseError:
                     return None
-                align = max(16, int(al.group(1)) if al else 16)
-                if align > 64:
-                    return None
+                # 16 bytes whatever the declared alignment: every access of the kernel claims
+                # at most 16 (FRAME_ALIGN below), so TVM's `alignas(64)` one-element arrays do
+                # not take a cache line each of every thread's frame
+                align = FRAME_ALIGN
                 frame = (frame + align - 1) // align * align
                 allocas[d] = frame
                 frame += size
@@ -425,20 +441,23 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             s = _stop(line)
             if s is not None:
                 warp = _WARP.search(line)
-                if warp:  # record the operation for the runtime; its result comes at resume
+                state = s + 1
+                if warp:  # the operation into the frame's record; its result comes at resume
                     pre, line = load_uses(line)
                     out += pre
-                    out.append("  call void @sirius_rt_warp_arrive("
-                               + line[line.index("@sirius_rt_warp(") + 16:])
+                    for off, operand in enumerate(_WARP.search(line).groups()[:5]):
+                        p, g = frame_ptr(4 * off)
+                        out += [g, f"  store i32 {operand}, ptr {p}"]
+                    state = (state | WARP_STOP) - (1 << 32)  # as LLVM prints an i32
                 for v in sorted(live_at[s] - remat):
                     p, g = frame_ptr(offsets[v])
                     t = tmp()
                     out += [f"  {t} = load {types[v]}, ptr {slot[v]}", g,
                             f"  store {types[v]} {t}, ptr {p}"]
-                out += [f"  ret i32 {s + 1}", f"__wi.after.{s}:"]
+                out += [f"  ret i32 {state}", f"__wi.after.{s}:"]
                 if warp and d is not None:
-                    out.append(f"  {_ref(d)} = call i32 @sirius_rt_warp_result("
-                               "ptr @__sirius_ctx)")
+                    p, g = frame_ptr(WARP_RESULT)
+                    out += [g, f"  {_ref(d)} = load i32, ptr {p}"]
                     if d in demoted:
                         out.append(f"  store i32 {_ref(d)}, ptr {slot[d]}")
                 continue
@@ -451,4 +470,4 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if d in demoted:
                 out.append(f"  store {types[d]} {_ref(d)}, ptr {slot[d]}")
     out.append("}")
-    return Loops(out, frame_bytes)
+    return Loops([_lower_align(line) for line in out], frame_bytes)
