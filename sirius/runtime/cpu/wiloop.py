@@ -234,7 +234,6 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 ins = instrs.get(d)
                 if bi != 0 or ins is None or re.search(r", (i\d+) ", line):
                     return None  # a dynamic alloca
-                al = re.search(r", align (\d+)", line)
                 try:
                     size = type_size(ins.source_type, structs)
                 except TypeParseError:
