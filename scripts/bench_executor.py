@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Time the CPU executor: every corpus program, a 1M-thread elementwise kernel, a 64-block tiled
-matmul. Prints a Markdown table (paste it into BENCHMARKS.md with the machine's description).
+matmul, TVM's warp-shuffle reductions (a grouped convolution). Prints a Markdown table (paste it
+into BENCHMARKS.md with the machine's description).
 
     .venv/bin/python scripts/bench_executor.py [--repeat 5] [--jobs N]
 
@@ -50,7 +51,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=None, help="workers (default: all cores)")
     args = ap.parse_args()
     programs = sorted((ROOT / "kernels").glob("*.cu")) + [
-        ROOT / "scripts/bench/elementwise_1m.cu", ROOT / "scripts/bench/tiled_matmul_64.cu"]
+        ROOT / "scripts/bench/elementwise_1m.cu", ROOT / "scripts/bench/tiled_matmul_64.cu",
+        ROOT / "scripts/bench/warp_reduce_conv.cu"]
     print(f"CPU executor on {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, jobs={args.jobs or 'all'}, median of {args.repeat}\n")
     print("| program | launches | path | IR instructions | kernel ms | whole run ms | "
