@@ -2,7 +2,7 @@
 launches a region became after the vertical and horizontal rounds, as members cut into
 segments of independent launches, with the grid, and for `counters` the waits
 (fusion/waits.py); the parts a long region is cut into (`megakernel_chunks`) and what the
-report says of each (`megakernel_reasons`). `driver._megakernel_round` builds the specs and
+report says of each (`megakernel_reasons`). `rounds._megakernel_round` builds the specs and
 records what they became."""
 
 from __future__ import annotations

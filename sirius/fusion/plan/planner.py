@@ -18,7 +18,7 @@ group, so every dependence that crosses iterations keeps its order.
    ranges run them side by side (a cluster of several launches is first built as a vertical
    kernel, then placed as one member: the mixed arrangement).
 3. Resource limits (threads, static shared memory) are checked before code generation, and
-   registers and spills from ptxas after it (driver.py); a group that fails is split up again.
+   registers and spills from ptxas after it (rounds.py); a group that fails is split up again.
 
 Arrangements: `vertical` merges independent launches of a level into the same threads too (no
 horizontal kernels); `horizontal` does no vertical merging; `auto` merges along dependences
@@ -59,7 +59,7 @@ class Options:
     unroll: int = 64  # host loops of independent launches running at most this many are
     # unrolled so that their iterations can fuse (wavefront.py); 0: never
     megakernel: str | None = None  # "grid": each region's launches become one cooperative
-    # kernel with grid-wide barriers (driver._megakernel_round); "counters": the same kernel,
+    # kernel with grid-wide barriers (rounds._megakernel_round); "counters": the same kernel,
     # per-block dependence waits instead of the barriers (fusion/waits.py); None: off
     smem: str = "concat"  # vertical kernels: "concat" gives every member its own shared
     # memory; "overlay" lays them over each other, a block barrier before each member that

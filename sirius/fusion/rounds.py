@@ -1,0 +1,403 @@
+"""Code generation with undo (driver.generate runs it; docs/fusion.md): each round builds the
+vertical clusters of the plan, then the horizontal kernels whose members may be those clusters,
+then (`--megakernel grid|counters`) one cooperative kernel per region; the post-fusion passes
+run on the whole module, then PTX and ptxas for the target. A fused kernel that cannot be
+generated, spills, or exceeds a limit is undone (its launches run unfused) and the module is
+built again."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
+from sirius.analysis.kernel.facts import KernelInfo
+from sirius.backend import compile_ir, violations
+from sirius.backend.limits import coresident_blocks
+from sirius.fusion.codegen.emit import build
+from sirius.fusion.megakernel import megakernel_chunks, megakernel_reasons, megakernel_spec
+from sirius.fusion.members import overlay_shared, param_maps, repeat_runs
+from sirius.fusion.plan.planner import Region
+from sirius.fusion.result import FusedLaunchRecord, FuseResult
+from sirius.fusion.spec import (
+    CodegenError,
+    FusedKernel,
+    FusedKernelSpec,
+    FusedModule,
+    Member,
+)
+from sirius.postopt import PassContext, PassError, PassStep, run_pipeline
+from sirius.postopt.host_constants import CLONE
+
+Progress = Callable[[str], None]
+
+# Clusters and groups are named by their position in the plan: (region, group, cluster) and
+# (region, group). The planner's objects are not used as keys.
+ClusterKey = tuple[int, int, int]
+GroupKey = tuple[int, int]
+
+
+@dataclass
+class _State:
+    disabled_clusters: set[ClusterKey] = field(default_factory=set)
+    disabled_groups: set[GroupKey] = field(default_factory=set)
+    disabled_megakernels: set[int] = field(default_factory=set)  # region indices
+    # a horizontal kernel's launch per member (its first, for a repeated member), by name
+    member_launches: dict[str, list[Launch]] = field(default_factory=dict)
+
+
+def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
+                       ) -> None:
+    """Generate the fused kernels of `res.regions` until ptxas accepts them all, undoing
+    each that breaks a limit; fills in `res` (device IR, PTX, resources, records, host)."""
+    names(res.regions)
+    state = _State()
+    infos = {k.mangled: k for k in kernels}
+    t = time.perf_counter()
+    for attempt in range(6):
+        progress(f"generating fused kernels (round {attempt + 1})")
+        built = _build_all(res, state, infos)
+        res.megakernels = built.megakernels
+        host = _rewrite_host(res.analysed, res.regions, built.group_launches)
+        text = res.original.program.device_ir
+        steps: tuple[PassStep, ...] = ()
+        if built.module_text is not None:
+            text, host, steps = _postopt(res, built.module_text, host, progress)
+        progress(f"PTX and ptxas for {res.options.arch}")
+        ptx, report = compile_ir(text, res.options.arch)
+        bad = []
+        for rec in built.records + built.megakernels:
+            r = report.kernels.get(rec.name)
+            if r is None:
+                continue
+            rec.resources[res.options.arch] = r
+            clones = [c for n, c in report.kernels.items() if n.startswith(rec.name + CLONE)]
+            v = [x for c in (r, *clones)  # host-constants' clones share the kernel's limits
+                 for x in violations(c, res.options.arch, block_threads=_threads(rec.kernel))]
+            if v:
+                bad.append((rec, "; ".join(dict.fromkeys(v))))
+        if not bad:
+            break
+        for name, why in dict((rec.name, why) for rec, why in bad).items():
+            users = [n.label() for rec in built.records + built.megakernels if rec.name == name
+                     for n in rec.nodes]
+            res.undone.append(f"{name} ({', '.join(users)}): {why}")
+            _disable_named(res, name, state)
+    else:  # pragma: no cover - each round undoes at least one kernel
+        raise CodegenError("fused kernels kept breaking resource limits")
+    res.device_ir = text
+    res.ptx = ptx.text
+    res.resources = dict(report.kernels)
+    res.fused = built.records
+    res.host = host
+    res.postopt = steps
+    res.seconds["codegen"] = time.perf_counter() - t
+
+
+def _postopt(res: FuseResult, text: str, host: HostProgram, progress: Progress
+             ) -> tuple[str, HostProgram, tuple[PassStep, ...]]:
+    """The post-fusion passes on the whole fused module, with the fused host program and the
+    UAR as their context; a pass may rewrite the host program too (kernel clones)."""
+    if res.passes:
+        progress("post-fusion passes: " + ",".join(p.name for p in res.passes))
+    ctx = PassContext(arch=res.options.arch, host_program=host, uar=res.uar,
+                      source="<fused module>")
+    try:
+        r = run_pipeline(text, res.passes, ctx)
+    except PassError as e:
+        raise CodegenError(f"fused module: {e.message}") from e
+    return r.text, r.host_program or host, r.steps
+
+
+def _threads(k: FusedKernel | None) -> int | None:
+    if k is None:
+        return None
+    return k.block[0] * k.block[1] * k.block[2]
+
+
+def _disable_named(res: FuseResult, name: str, state: _State) -> None:
+    """Undo every cluster, group and megakernel that uses fused kernel `name`."""
+    if name.startswith("sirius_g"):  # a megakernel: its region's launches stay as they are
+        state.disabled_megakernels.update(
+            rec.region for rec in res.megakernels if rec.name == name)
+        return
+    for ri, gi, g in _groups(res.regions):
+        if g.name == name:
+            state.disabled_groups.add((ri, gi))
+        for ci, c in enumerate(g.clusters):
+            if c.name == name:
+                state.disabled_clusters.add((ri, gi, ci))
+
+
+def _groups(regions: list[Region]):
+    """(region index, group index, group) for every group of the plan, in order."""
+    for ri, r in enumerate(regions):
+        for gi, g in enumerate(r.groups):
+            yield ri, gi, g
+
+
+def _dedup(spec: FusedKernelSpec, seen: dict[str, str], specs: list[FusedKernelSpec]) -> str:
+    """The name of the kernel that implements `spec`: an identical spec built before (the
+    layers of a model fuse alike) or `spec` itself, appended to `specs`."""
+    key = json.dumps({**spec.to_json(), "name": ""}, sort_keys=True)
+    if key not in seen:
+        seen[key] = spec.name
+        specs.append(spec)
+    return seen[key]
+
+
+def names(regions: list[Region]) -> None:
+    v = h = 0
+    for r in regions:
+        for g in r.groups:
+            for c in g.clusters:
+                if len(c.nodes) > 1:
+                    c.name = f"sirius_v{v}"
+                    v += 1
+            if len(g.clusters) > 1:
+                g.name = f"sirius_h{h}"
+                h += 1
+
+
+def _types(launch: Launch, infos: dict[str, KernelInfo], fused: dict[str, FusedKernel]
+           ) -> list[str]:
+    if launch.mangled in fused:
+        return [p.type for p in fused[launch.mangled].params]
+    return [p.ir_type for p in infos[launch.mangled].params]
+
+
+def _build_specs(specs: list[FusedKernelSpec], ir: str
+                 ) -> tuple[FusedModule | None, list[tuple[FusedKernelSpec, str]]]:
+    """Build every spec; a spec the generator refuses is dropped (with its reason)."""
+    if not specs:
+        return None, []
+    try:  # the post-fusion passes run once, on the whole module (_postopt)
+        return build(ir, specs, passes=()), []
+    except CodegenError:
+        pass
+    good, bad = [], []
+    for s in specs:
+        try:
+            build(ir, [s], opt_level=0)
+            good.append(s)
+        except CodegenError as e:
+            bad.append((s, str(e)))
+    return (build(ir, good, passes=()) if good else None), bad
+
+
+@dataclass
+class _Built:
+    """One round of code generation: the fused module, the launches that replace each group
+    (by its position), and a record per fused launch."""
+
+    module_text: str | None
+    group_launches: dict[GroupKey, list[Launch]]
+    records: list[FusedLaunchRecord]
+    megakernels: list[FusedLaunchRecord] = field(default_factory=list)
+
+
+def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> _Built:
+    """Round 1: vertical clusters; round 2: horizontal kernels over clusters."""
+    seen: dict[str, str] = {}  # spec without its name -> the kernel built for it
+    fm1, cluster_launches, fused1, records = _vertical_round(res, state, infos, seen)
+    ir1 = fm1.text if fm1 is not None else res.original.program.device_ir
+    fm2, group_launches, records2, parts = _horizontal_round(res, state, infos, seen, ir1,
+                                                             cluster_launches, fused1)
+    text = (fm2 or fm1).text if (fm2 or fm1) else None
+    if res.options.megakernel not in ("grid", "counters"):
+        return _Built(text, group_launches, records + records2)
+    fused = dict(fused1)
+    fused.update({k.name: k for k in (fm2.kernels if fm2 is not None else ())})
+    fm3, group_launches, mks = _megakernel_round(res, state, infos, text or ir1, parts, fused)
+    return _Built(fm3.text if fm3 is not None else text, group_launches, records + records2,
+                  mks)
+
+
+def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
+                    seen: dict[str, str]):
+    """Generate every vertical cluster of more than one launch; returns the module, the
+    launches each cluster becomes, the fused kernels by name, and their records."""
+    specs: list[FusedKernelSpec] = []
+    for ri, gi, g in _groups(res.regions):
+        for ci, c in enumerate(g.clusters):
+            if len(c.nodes) > 1 and (ri, gi, ci) not in state.disabled_clusters:
+                ms = param_maps([(m, n.launch, _types(n.launch, infos, {}))
+                                 for m, n in zip(c.members, c.nodes, strict=True)])
+                share = None
+                if res.options.smem == "overlay":
+                    ms, share = overlay_shared(ms, c.nodes)
+                spec = FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block,
+                                       share_smem=share)
+                c.name = _dedup(spec, seen, specs)
+    fm, bad = _build_specs(specs, res.original.program.device_ir)
+    for s, why in bad:
+        _disable_named(res, s.name, state)
+        res.undone.append(f"{s.name}: {why}")
+    launches: dict[ClusterKey, list[Launch]] = {}
+    fused: dict[str, FusedKernel] = {}
+    records: list[FusedLaunchRecord] = []
+    for ri, gi, g in _groups(res.regions):
+        for ci, c in enumerate(g.clusters):
+            key = (ri, gi, ci)
+            if fm is not None and len(c.nodes) > 1 and key not in state.disabled_clusters:
+                k = fm.kernel(c.name)
+                fused[c.name] = k
+                launches[key] = [k.launch([n.launch for n in c.nodes])]
+                rec = FusedLaunchRecord(c.name, "vertical", g.level, ri, list(c.nodes),
+                                        list(c.reasons), k)
+                rec.owner = c
+                records.append(rec)
+            else:
+                launches[key] = [n.launch for n in c.nodes]
+    return fm, launches, fused, records
+
+
+def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
+                      seen: dict[str, str], ir: str,
+                      cluster_launches: dict[ClusterKey, list[Launch]],
+                      fused1: dict[str, FusedKernel]):
+    """Generate a horizontal kernel for every group of two or more clusters that are one launch
+    each; returns the module, the launches each group becomes, and the records."""
+    specs: list[FusedKernelSpec] = []
+    members: dict[GroupKey, list[int]] = {}  # group -> the cluster indices it fuses
+    firsts: dict[GroupKey, list[Launch]] = {}  # group -> each member's (first) launch
+    for ri, gi, g in _groups(res.regions):
+        if len(g.clusters) < 2 or (ri, gi) in state.disabled_groups:
+            continue
+        cis = [ci for ci in range(len(g.clusters)) if len(cluster_launches[(ri, gi, ci)]) == 1]
+        if len(cis) < 2:
+            continue
+        ms = []
+        for ci in cis:
+            launch = cluster_launches[(ri, gi, ci)][0]
+            if launch.mangled in fused1:
+                k = fused1[launch.mangled]
+                m = Member(k.name, k.grid, k.block, k.smem)
+            else:
+                m = g.clusters[ci].members[0]
+            ms.append((m, launch, _types(launch, infos, fused1)))
+        ms = repeat_runs(ms)
+        spec = FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms)))
+        g.name = _dedup(spec, seen, specs)
+        members[(ri, gi)] = cis
+        firsts[(ri, gi)] = [launch for _, launch, _ in ms]
+    fm, bad = _build_specs(specs, ir)
+    for s, why in bad:
+        _disable_named(res, s.name, state)
+        res.undone.append(f"{s.name}: {why}")
+    launches: dict[GroupKey, list[Launch]] = {}
+    records: list[FusedLaunchRecord] = []
+    # each group's launches by the part of it they run: a cluster (its index) or the
+    # horizontal kernel ("h"); the parts of a group are independent of each other
+    parts: dict[GroupKey, list[tuple[int | str, Launch]]] = {}
+    for ri, gi, g in _groups(res.regions):
+        per_cluster = [cluster_launches[(ri, gi, ci)] for ci in range(len(g.clusters))]
+        cis = members.get((ri, gi))
+        if fm is None or cis is None or (ri, gi) in state.disabled_groups:
+            parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) for x in seq]
+            launches[(ri, gi)] = [x for _, x in parts[(ri, gi)]]
+            continue
+        k = fm.kernel(g.name)
+        state.member_launches[k.name] = firsts[(ri, gi)]
+        parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) if ci not in cis
+                           for x in seq] + [("h", k.launch(firsts[(ri, gi)]))]
+        launches[(ri, gi)] = [x for _, x in parts[(ri, gi)]]
+        cs = [g.clusters[ci] for ci in cis]
+        reasons = [f"{c.name or c.nodes[0].label()}: independent of the others in "
+                   f"level {g.level}" for c in cs]
+        arrangement = "mixed" if any(len(c.nodes) > 1 for c in cs) else "horizontal"
+        rec = FusedLaunchRecord(g.name, arrangement, g.level, ri,
+                                [n for c in cs for n in c.nodes], reasons, k)
+        rec.owner = g
+        records.append(rec)
+    return fm, launches, records, parts
+
+
+def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo], ir: str,
+                      parts: dict[GroupKey, list[tuple[int | str, Launch]]],
+                      fused: dict[str, FusedKernel]):
+    """`--megakernel grid`: every region of two or more launches (after rounds 1 and 2)
+    becomes one cooperative kernel. Its segments hold independent launches (parts of one
+    group); a grid-wide barrier separates the segments, so every dependence between two of
+    its launches, GLOBAL ones included, is ordered as the kernel boundary ordered it."""
+    specs: list[FusedKernelSpec] = []
+    chosen: dict[int, tuple[list[Launch], str]] = {}
+    by_launch = {id(n.launch): n for r in res.regions for n in r.nodes}
+    sms = coresident_blocks(res.options.arch)
+    for ri, region in enumerate(res.regions):
+        seq = [(gi, tag, launch) for gi in range(len(region.groups))
+               for tag, launch in parts[(ri, gi)]]
+        if len(seq) < 2 or ri in state.disabled_megakernels:
+            continue
+        chunks = []
+        for chunk in megakernel_chunks(region, seq, fused):
+            if len(chunk) < 2:
+                chunks.append(([x for _, _, x in chunk], None))
+                continue
+            spec, members = megakernel_spec(
+                f"sirius_g{len(specs)}", region, chunk, fused, by_launch,
+                state.member_launches, sms, res.options.megakernel, res.uar,
+                lambda x: _types(x, infos, fused))
+            specs.append(spec)
+            chunks.append((members, spec.name))
+        chosen[ri] = chunks
+    fm, bad = _build_specs(specs, ir)
+    for s, why in bad:
+        res.undone.append(f"{s.name}: {why}")
+        state.disabled_megakernels.update(ri for ri, cs in chosen.items()
+                                          if any(n == s.name for _, n in cs))
+    launches = {key: [x for _, x in ps] for key, ps in parts.items()}
+    records: list[FusedLaunchRecord] = []
+    if fm is None:
+        return None, launches, records
+    for ri, chunks in chosen.items():
+        if ri in state.disabled_megakernels:
+            continue
+        region = res.regions[ri]
+        for gi in range(len(region.groups)):
+            launches[(ri, gi)] = []
+        for phase_launches, name in chunks:
+            if name is None:
+                launches[(ri, 0)] += phase_launches
+                continue
+            k = fm.kernel(name)
+            launches[(ri, 0)].append(k.launch(phase_launches))
+            records.append(_megakernel_record(res, ri, k, phase_launches, sms, len(chunks)))
+    return fm, launches, records
+
+
+def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches: list,
+                       sms: int, chunks: int) -> FusedLaunchRecord:
+    """The record of megakernel `k`, one of `chunks` of region `ri`."""
+    rec = FusedLaunchRecord(k.name, "grid", 0, ri, list(res.regions[ri].nodes),
+                            megakernel_reasons(k, phase_launches, res.options.arch, sms,
+                                               chunks), k)
+    rec.owner = ri
+    return rec
+
+
+def _rewrite_host(host: HostProgram, regions: list[Region],
+                  group_launches: dict[GroupKey, list[Launch]]) -> HostProgram:
+    by_first = {r.body_key: ri for ri, r in enumerate(regions)}
+
+    def body(ops: Sequence[Op]) -> tuple[Op, ...]:
+        out: list[Op] = []
+        skip = 0
+        for op in ops:
+            if skip:
+                skip -= 1
+                continue
+            if isinstance(op, Launch) and id(op) in by_first:
+                ri = by_first[id(op)]
+                for gi in range(len(regions[ri].groups)):
+                    out += group_launches[(ri, gi)]
+                skip = len(regions[ri].nodes) - 1
+            elif isinstance(op, Loop):
+                out.append(replace(op, body=body(op.body)))
+            else:
+                out.append(op)
+        return tuple(out)
+
+    return replace(host, ops=body(host.ops))
