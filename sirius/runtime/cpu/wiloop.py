@@ -300,7 +300,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             callee = ins.callee if ins.opcode == "call" else None
             if ins.opcode in _PURE or (callee is not None and _SREG.match(callee.name)):
                 out = []
-                for u in _uses(def_line[v], labels):
+                for u in sorted(_uses(def_line[v], labels)):
                     if u in args or u in allocas:
                         continue
                     sub = chain(u)
