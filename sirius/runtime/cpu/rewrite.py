@@ -125,7 +125,7 @@ def _instructions(fn: Function) -> Iterator[tuple[Instr, bool]]:
 def _function(st: State, fn: Function, lines: list[str]) -> list[str]:
     out = [re.sub(r"\b(ptx_kernel|ptx_device) ", "", _global_subst(lines[0], st.smem))]
     instrs = _instructions(fn)
-    blocks = {id(b): len(b.instrs) for b in fn.blocks}
+    blocks = {id(b): sum(map(_executes, b.instrs)) for b in fn.blocks}
     flops = {id(b): block_flops(i.text for i in b.instrs) for b in fn.blocks} \
         if st.count_flops else {}
     in_switch = False  # the case lines of a multi-line `switch ... [` up to its `]`
@@ -161,6 +161,19 @@ def _function(st: State, fn: Function, lines: list[str]) -> list[str]:
             out += access_lines(st, ins, line)
         out.append(line)
     return out
+
+
+# intrinsics that only inform the optimizer (scopes, lifetimes, assumptions, debug values):
+# no machine instruction comes of them, and the instruction counter does not count them
+_MARKERS = ("llvm.experimental.noalias.scope.decl", "llvm.lifetime.", "llvm.assume",
+            "llvm.dbg.", "llvm.invariant.", "llvm.sideeffect", "llvm.pseudoprobe",
+            "llvm.var.annotation", "llvm.donothing")
+
+
+def _executes(ins: Instr) -> bool:
+    """Whether `ins` is counted as an executed instruction (not an optimizer marker)."""
+    callee = ins.callee
+    return callee is None or not callee.name.startswith(_MARKERS)
 
 
 def _stub(decl: str) -> str:
