@@ -38,7 +38,7 @@ from typing import ClassVar
 from sirius.frontend.toolchain import find_opt
 from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassError, PassInput
 
-__all__ = ["LoopFuse", "functions_of", "unsafe_reason"]
+__all__ = ["LoopFuse", "functions_of", "run_opt", "unsafe_reason"]
 
 _DEFINE = re.compile(r'^define\b[^@]*@("?)([-\w.$]+)\1\(')
 _DECLARE = re.compile(r'^declare\b[^@]*@("?)([-\w.$]+)\1\(.*?\)\s*(.*)$')
@@ -204,17 +204,22 @@ class LoopFuse(ModulePass):
         return HostRewrite("\n".join(out_lines) + "\n", ctx.host_program, tuple(notes))
 
     def _opt(self, text: str, ctx: PassContext) -> str:
-        exe = find_opt()
-        with tempfile.TemporaryDirectory(prefix="sirius-loop-fuse-") as d:
-            src, dst = Path(d) / "in.ll", Path(d) / "out.ll"
-            src.write_text(text)
-            try:
-                r = subprocess.run([exe, "-S", "-passes=function(loop-simplify,lcssa,"
-                                    "loop-fusion)", str(src), "-o", str(dst)],
-                                   capture_output=True, text=True, timeout=600)
-            except OSError as e:
-                raise PassError(f"{self.name}: cannot run {exe}: {e}") from e
-            if r.returncode != 0:
-                raise PassError(f"{self.name}: opt failed on {ctx.source}: "
-                                + (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[0])
-            return dst.read_text()
+        return run_opt(text, "function(loop-simplify,lcssa,loop-fusion)", self.name, ctx.source)
+
+
+def run_opt(text: str, pipeline: str, who: str, source: str) -> str:
+    """`text` through the toolchain's `opt -passes=PIPELINE` (a pass llvmlite does not expose);
+    PassError, naming pass `who` and module `source`, when opt cannot run or fails."""
+    exe = find_opt()
+    with tempfile.TemporaryDirectory(prefix=f"sirius-{who}-") as d:
+        src, dst = Path(d) / "in.ll", Path(d) / "out.ll"
+        src.write_text(text)
+        try:
+            r = subprocess.run([exe, "-S", f"-passes={pipeline}", str(src), "-o", str(dst)],
+                               capture_output=True, text=True, timeout=600)
+        except OSError as e:
+            raise PassError(f"{who}: cannot run {exe}: {e}") from e
+        if r.returncode != 0:
+            raise PassError(f"{who}: opt failed on {source}: "
+                            + (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[0])
+        return dst.read_text()

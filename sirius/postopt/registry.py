@@ -12,6 +12,7 @@ from sirius.postopt.base import ModulePass
 from sirius.postopt.common_base import CommonBase
 from sirius.postopt.contract import Contract
 from sirius.postopt.host_constants import HostConstants
+from sirius.postopt.licm import Licm
 from sirius.postopt.llvm_opt import LlvmOpt
 from sirius.postopt.loop_fuse import LoopFuse
 from sirius.postopt.options import Option, options_of, type_text
@@ -25,6 +26,7 @@ _ALL: tuple[type[ModulePass], ...] = (
     AliasFacts,
     Contract,
     LoopFuse,
+    Licm,
 )
 
 _KEBAB = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
