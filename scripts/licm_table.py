@@ -42,7 +42,7 @@ def measure(path: Path, orders: tuple[str, ...]) -> dict:
             row["original"] = rep.original_counters.instructions
         regs, sass = static_figures(res.device_ir, {m.mangled for m in res.host.launches()},
                                     "sm_80")
-        notes = [n for st in res.postopt for n in st.notes if n.startswith("licm")]
+        notes = [n for st in res.postopt if st.pass_text.startswith("licm") for n in st.notes]
         row[label] = {"instructions": rep.fused_counters.instructions, "registers": regs,
                       "sass": sass, "verify": "ok" if rep.ok else "MISMATCH",
                       "notes": [str(n) for n in notes]}

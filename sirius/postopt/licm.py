@@ -492,7 +492,7 @@ class Licm(ModulePass):
             rw.apply(out, lo, hi)
             last = hi + 1
             c = rw.counts
-            notes.append(f"licm: {name}: {c['trees']} expression(s) regrouped, "
+            notes.append(f"{name}: {c['trees']} expression(s) regrouped, "
                          f"{c['addresses']} address(es) split, {c['selects']} condition(s) "
                          "merged")
         if not notes:

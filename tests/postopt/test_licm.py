@@ -38,7 +38,7 @@ def test_qkv_branches_fewer_instructions_same_values():
     src = ROOT / "kernels/qkv_branches.cu"
     without = fuse([src], passes=parse_pipeline(BASE))
     with_ = fuse([src], passes=parse_pipeline(BASE + ",licm"))
-    notes = [n for st in with_.postopt for n in st.notes if n.startswith("licm")]
+    notes = [n for st in with_.postopt if st.pass_text.startswith("licm") for n in st.notes]
     assert notes, "licm changed nothing in qkv_branches"
     rep = verify(with_, orders=ORDERS)
     assert rep.ok, rep.render()
