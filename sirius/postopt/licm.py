@@ -148,10 +148,25 @@ class _Rewriter:
         return self.loops.chain.get(i.block, [])
 
     def eligible(self, i: Instr) -> list[NaturalLoop] | None:
+        """The loop nest of `i` (innermost first) where a rewrite of `i` may pay: a loop that is
+        not small, and `i` runs in every iteration of it (its block dominates every latch: a
+        value used only in a branch of the body would be hoisted for iterations that skip
+        it)."""
         nest = self.nest(i)
         if not nest or nest[0] in self.loops.small or id(i) not in self.line_of:
             return None
+        if not all(self.loops.cfg.dominates(i.block, b) for b in nest[0].latches):
+            return None
         return nest
+
+    def pays(self, nest: list[NaturalLoop], saved: int, hoisted: int) -> bool:
+        """The cost model: `saved` (cost units per iteration of the innermost loop) reaches the
+        threshold, and over the loop's iterations (its trip count where it is a constant) it
+        is more than the `hoisted` operations that now run once before the loop."""
+        if saved < self.p.threshold or saved <= 0:
+            return False
+        trips = _trip_count(nest[0])
+        return trips is None or saved * trips > hoisted
 
     def preheader(self, lp: NaturalLoop) -> Block | None:
         """The block before `lp`: its header's only predecessor outside it, which branches only
@@ -236,7 +251,10 @@ class _Rewriter:
         ops_in_loop = sum(n.block in inner.blocks for n in nodes)
         variant = sum(r == d for r in ranks)
         after = variant if variant < len(leaves) else variant - 1
-        if (ops_in_loop - after) * _ASSOC[op] < self.p.threshold:
+        # the chain's k-th operation combines the k + 1 lowest-ranked leaves; it is hoisted
+        # when the highest of them is below the loop's depth
+        n_hoisted = sum(r < d for r in sorted(ranks)[1:])
+        if not self.pays(nest, (ops_in_loop - after) * _ASSOC[op], n_hoisted):
             return
         order = sorted(range(len(leaves)), key=lambda k: ranks[k])  # stable
         flag = "nuw " if op == "add" and all(_has(n, "nuw") for n in nodes) else ""
@@ -294,7 +312,7 @@ class _Rewriter:
         before = sum(n.block in inner.blocks for n in nodes) + (
             ext is not None and ext.block in inner.blocks)
         after = (len(var) - 1) + (ext is not None)
-        if before - after < self.p.threshold:
+        if not self.pays(nest, before - after, len(inv) + (ext is not None)):
             return
         ty = s.type
         inv_rank = max([self.loops.rank(base, nest)]
@@ -357,6 +375,8 @@ class _Rewriter:
             c2 = t.operands[0]
             if self.loops.rank(c1, nest) >= d or self.loops.rank(c2, nest) >= d:
                 continue
+            if not self.pays(nest, 1, 1):
+                return
             cond = self.name(_result(r))
             at = self.line_of[id(r)]
             rank = max(self.loops.rank(c1, nest), self.loops.rank(c2, nest))
