@@ -28,6 +28,7 @@ from sirius.postopt.base import (
 )
 from sirius.postopt.contract import Contract
 from sirius.postopt.host_constants import HostConstants
+from sirius.postopt.licm import Licm
 from sirius.postopt.llvm_opt import LlvmOpt
 from sirius.postopt.loop_fuse import LoopFuse
 from sirius.postopt.manager import PassStep, PipelineResult, run_pipeline
@@ -49,6 +50,9 @@ __all__ = [
 # resnext_block, seq2seq) and 60 random programs (BENCHMARKS.md, "Post-fusion: contract ...").
 # loop-fuse (after LLVM has inlined the fragments; before contract, which then sees the loads a
 # merged loop no longer needs): BENCHMARKS.md, "Post-fusion: the whole corpus".
+# licm (last: the Reassociate pass of another llvm-opt round would undo its grouping): fewer
+# instructions than LLVM's own LICM leaves on qkv_branches and bert_layer, no program worse,
+# verified on the corpus and 600 random programs (BENCHMARKS.md, "Post-fusion: licm").
 DEFAULT_PASSES: tuple[ModulePass, ...] = (
     HostConstants(),
     AliasFacts(),
@@ -56,6 +60,7 @@ DEFAULT_PASSES: tuple[ModulePass, ...] = (
     LoopFuse(),
     Contract(),
     LlvmOpt(level=3, rounds=1),
+    Licm(),
 )
 
 

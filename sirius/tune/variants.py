@@ -59,8 +59,9 @@ CHOICES = ("auto", "vertical", "horizontal", "unfused")  # ties go to the first
 MEGAKERNELS = ("grid", "counters")
 # post-fusion passes that trade registers for work (BENCHMARKS.md, "Post-fusion: the whole
 # corpus": host-constants and alias-facts let LLVM keep more values live, loop-fuse keeps the
-# merged loops' values live together): each is an on/off axis where it changed the program
-TRADE_OFF_PASSES = ("host-constants", "alias-facts", "loop-fuse")
+# merged loops' values live together, licm keeps hoisted values live across its loops): each is
+# an on/off axis where it changed the program
+TRADE_OFF_PASSES = ("host-constants", "alias-facts", "loop-fuse", "licm")
 
 
 @dataclass(frozen=True)
