@@ -120,7 +120,7 @@ class Assembler:
         return CodegenError(f"{who}: {msg}")
 
     def kernel(self, si: int, spec: FusedKernelSpec) -> FusedKernel:
-        block = spec.block or (max(m.threads for m in spec.members), 1, 1)
+        block = spec.block or _default_block(spec)
         threads = prod(block)
         if threads > 1024:
             raise self.fail(spec, f"the fused block has {threads} threads; at most 1024")
@@ -567,3 +567,13 @@ def _align(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
+def _default_block(spec: FusedKernelSpec) -> Dim3:
+    """The block of a kernel whose spec names none: the members' own block where a horizontal
+    kernel's members all have the same one (each member then reads its thread ids as it did,
+    where a linear block would make it divide them out of the linear id: 2 instructions a
+    thread for a 2-D block), else (the largest member's threads, 1, 1)."""
+    blocks = {m.block for m in spec.members}
+    if spec.arrangement == "horizontal" and len(blocks) == 1 \
+            and all(m.mapping.kind == "block" for m in spec.members):
+        return next(iter(blocks))
+    return (max(m.threads for m in spec.members), 1, 1)
