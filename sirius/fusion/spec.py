@@ -206,7 +206,8 @@ class FusedKernelSpec:
     name: str
     arrangement: str  # vertical | horizontal
     members: tuple[Member, ...]
-    block: Dim3 | None = None  # default: (largest member block, 1, 1)
+    block: Dim3 | None = None  # default: (largest member block, 1, 1), or the members' one
+    # block shape in a horizontal kernel whose members share it (codegen.assemble)
     grid: Dim3 | None = None  # default: what the members need, 1-D
     share_smem: bool | None = None  # overlay members' shared memory (default: horizontal)
     # grid (a megakernel): the members that start a segment after a grid-wide barrier; the
