@@ -108,8 +108,9 @@ def test_elementwise_chain_one_vertical_kernel():
 def test_qkv_branches_one_horizontal_kernel():
     q, fm = qkv()
     k = fm.kernel("qkv")
-    # three members of 4x2 blocks of 16x16 threads: block ranges [0, 8), [8, 16), [16, 24)
-    assert (k.grid, k.block) == ((24, 1, 1), (256, 1, 1))
+    # three members of 4x2 blocks of 16x16 threads: block ranges [0, 8), [8, 16), [16, 24);
+    # the fused block keeps the members' shape (each reads threadIdx.x/.y as it did)
+    assert (k.grid, k.block) == ((24, 1, 1), (16, 16, 1))
     assert [(p.first_block, p.blocks, p.threads) for p in k.placements] == [
         (0, 8, 256), (8, 8, 256), (16, 8, 256)]
     assert len(k.params) == 13  # X, 3 x (W, b, Y), seq, in_dim, out_dim
