@@ -446,6 +446,28 @@ def _result(i: Instr) -> str:
     return i.text.split("=", 1)[0].strip()
 
 
+_LABEL = re.compile(r"^([-\w.$]+|\"[^\"]+\"):")
+_TARGET = re.compile(r"label %([-\w.$]+|\"[^\"]+\")")
+
+
+def _with_back_edges(lines: list[str]) -> set[str]:
+    """The functions with a branch to a label written above it: every loop has one (its latch
+    branches back to its header, which LLVM prints first in a reducible loop); a function
+    without one has no loop to look at, and is left out of the view (a paper-shape module's
+    view takes seconds)."""
+    out = set()
+    for name, (lo, hi) in functions_of(lines).items():
+        seen = {"entry"}
+        for ln in lines[lo + 1:hi]:
+            if m := _LABEL.match(ln):
+                seen.add(m.group(1))
+            elif " br " in ln or ln.lstrip().startswith(("br ", "switch ")) or "label %" in ln:
+                if any(t in seen for t in _TARGET.findall(ln)):
+                    out.add(name)
+                    break
+    return out
+
+
 def _line_numbers(fn: Function, lines: list[str], lo: int, hi: int) -> dict[int, int]:
     """Instruction -> its line, for the instructions written on one line (a multi-line switch
     is skipped; so are instructions whose text does not start their line)."""
@@ -490,11 +512,12 @@ class Licm(ModulePass):
                             'only device modules (target triple = "nvptx64-nvidia-cuda")')
         if self.threshold < 0 or self.small_trip < 0:
             raise PassError(f"{self.name}: threshold and small_trip must be at least 0")
-        if "!llvm.loop" not in text and " br " not in text:
+        looping = _with_back_edges(text.splitlines())
+        if not looping:
             return text
-        view = build_view(module.parse())
+        view = build_view(module.parse(), only=looping)
         lines = view.text.splitlines()
-        funcs = functions_of(lines)
+        funcs = {n: r for n, r in functions_of(lines).items() if n in looping}
         out: list[str] = []
         last = 0
         notes = []
