@@ -33,11 +33,23 @@ if TYPE_CHECKING:
     from sirius.analysis.uar.build import UAR
 
 __all__ = ["HostRewrite", "IRError", "ModulePass", "PassContext", "PassError", "PassInput",
-           "parse_ir", "spell", "verify_ir"]
+           "parse_ir", "require_device", "spell", "verify_ir"]
 
 
 class PassError(SiriusError):
     """A pass cannot run: a bad option, a missing fact, or a module it refuses."""
+
+
+_TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.M)
+
+
+def require_device(text: str, who: str, source: str, does: str = "") -> None:
+    """PassError (naming pass `who` and module `source`) unless `text` is a device module: its
+    `target triple` is NVPTX, or it names none. `does`: what the pass does, for the message."""
+    m = _TRIPLE.search(text)
+    if m and not m.group(1).startswith("nvptx"):
+        raise PassError(f"{who}: {source} targets {m.group(1)}; this pass {does}takes only "
+                        'device modules (target triple = "nvptx64-nvidia-cuda")')
 
 
 class IRError(PassError):

@@ -46,7 +46,14 @@ from typing import ClassVar
 
 from sirius.analysis.cfg import FunctionCFG, NaturalLoop
 from sirius.analysis.irview import Block, Function, Instr, Value, build_view
-from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassError, PassInput
+from sirius.postopt.base import (
+    HostRewrite,
+    ModulePass,
+    PassContext,
+    PassError,
+    PassInput,
+    require_device,
+)
 from sirius.postopt.kernel_text import split_top
 from sirius.postopt.loop_fuse import functions_of
 
@@ -506,10 +513,7 @@ class Licm(ModulePass):
 
     def run(self, module: PassInput, ctx: PassContext) -> HostRewrite | str:
         text = module.text
-        m = re.search(r'^target triple = "([^"]*)"', text, re.M)
-        if m and not m.group(1).startswith("nvptx"):
-            raise PassError(f"{self.name}: {ctx.source} targets {m.group(1)}; this pass takes "
-                            'only device modules (target triple = "nvptx64-nvidia-cuda")')
+        require_device(text, self.name, ctx.source)
         if self.threshold < 0 or self.small_trip < 0:
             raise PassError(f"{self.name}: threshold and small_trip must be at least 0")
         looping = _with_back_edges(text.splitlines())

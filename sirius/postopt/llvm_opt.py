@@ -13,19 +13,15 @@ Refused: a module for another target (its `target triple` is not NVPTX).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import llvmlite.binding as llvm
 
 from sirius.backend.ptx import optimize, ptx_version_for, target_machine
-from sirius.postopt.base import ModulePass, PassContext, PassError, PassInput, verify_ir
+from sirius.postopt.base import ModulePass, PassContext, PassInput, require_device, verify_ir
 
 __all__ = ["LlvmOpt"]
-
-_TRIPLE = re.compile(r'^target triple = "([^"]*)"', re.M)
-
 
 @dataclass(frozen=True, slots=True)
 class LlvmOpt(ModulePass):
@@ -42,11 +38,8 @@ class LlvmOpt(ModulePass):
             raise ValueError(f"rounds must be between 1 and 8, not {self.rounds}")
 
     def run(self, module: PassInput, ctx: PassContext) -> llvm.ModuleRef:
-        m = _TRIPLE.search(module.text)
-        if m and not m.group(1).startswith("nvptx"):
-            raise PassError(f"{self.name}: {ctx.source} targets {m.group(1)}; this pass runs "
-                            "LLVM's pipeline for NVPTX and takes only device modules "
-                            '(target triple = "nvptx64-nvidia-cuda")')
+        require_device(module.text, self.name, ctx.source,
+                       "runs LLVM's pipeline for NVPTX and ")
         tm = target_machine(ctx.arch, ptx_version_for(module.text, ctx.arch))
         mod = module.parse()
         for i in range(self.rounds):

@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import ClassVar
 
 from sirius.frontend.toolchain import find_opt
-from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassError, PassInput
+from sirius.postopt.base import (
+    HostRewrite,
+    ModulePass,
+    PassContext,
+    PassError,
+    PassInput,
+    require_device,
+)
 
 __all__ = ["LoopFuse", "functions_of", "run_opt", "unsafe_reason"]
 
@@ -162,10 +169,7 @@ class LoopFuse(ModulePass):
 
     def run(self, module: PassInput, ctx: PassContext) -> HostRewrite | str:
         text = module.text
-        m = re.search(r'^target triple = "([^"]*)"', text, re.M)
-        if m and not m.group(1).startswith("nvptx"):
-            raise PassError(f"{self.name}: {ctx.source} targets {m.group(1)}; this pass takes "
-                            'only device modules (target triple = "nvptx64-nvidia-cuda")')
+        require_device(text, self.name, ctx.source)
         raw = text.splitlines()
         if not any(sum(len(_LOOP.findall(ln)) for ln in raw[a:b]) > 1
                    for a, b in functions_of(raw).values()):
