@@ -52,7 +52,8 @@ __all__ = [
 # merged loop no longer needs): BENCHMARKS.md, "Post-fusion: the whole corpus".
 # licm (last: the Reassociate pass of another llvm-opt round would undo its grouping): fewer
 # instructions than LLVM's own LICM leaves on qkv_branches and bert_layer, no program worse,
-# verified on the corpus and 600 random programs (BENCHMARKS.md, "Post-fusion: licm").
+# verified on the corpus in 3 orders and 750 random programs (BENCHMARKS.md, "Post-fusion,
+# again").
 DEFAULT_PASSES: tuple[ModulePass, ...] = (
     HostConstants(),
     AliasFacts(),
