@@ -4,13 +4,16 @@ the seed paper `licm-tvm-ir`, ../shared/papers/licm-tvm-ir.zh.txt).
 LLVM's own LICM (in every `llvm-opt` round) hoists what is invariant as the code is written. The
 paper's point is that the way an expression is written hides invariants: `(i + a) + b` inside a
 loop over `i` computes `a + b` again in every iteration, where `i + (a + b)` would let LICM hoist
-it. This pass normalises the loops of each function, then runs LLVM's LICM on the result:
+it. This pass normalises the loops of each function and hoists what the normalisation makes
+invariant itself, to the preheader of the outermost loop it is invariant in (it runs no LLVM
+pass; LLVM 22's own LICM already regroups simple `add` chains, and InstCombine merges many
+selects, so on the corpus the address splits are what remain):
 
 - **Reassociation by loop depth.** A tree of one associative integer operation (`add`, `mul`,
   `and`, `or`, `xor`; interior nodes used once) inside a loop is rebuilt with its leaves sorted
   by rank (0: arguments, constants and values defined outside every loop; k: defined in the
   k-th loop of the nest that contains the root), lowest first, so that every prefix that is
-  invariant in some loop is one value LICM can hoist to that loop's preheader.
+  invariant in some loop is one value, hoisted to that loop's preheader.
 - **Address splitting.** `getelementptr T, ptr %p, zext (I + V)` with `%p` and `I` invariant and
   `V` not becomes `getelementptr T, (getelementptr T, ptr %p, zext I), zext V`: the inner address
   is hoisted. Only where every `add` of the index is `nuw` (then `zext` distributes over it and
@@ -23,19 +26,23 @@ it. This pass normalises the loops of each function, then runs LLVM's LICM on th
 **Cost model.** A rewrite is made only where it removes at least `threshold` units of work per
 iteration of its loop (the paper's cost function: `add`, `and`, `or`, `xor`, `select`,
 `zext` 1 each; `mul` 2), counting the operations of the tree that run in the innermost loop
-before and after. A loop with a constant trip count of at most `small_trip` iterations is left
-as it is: the backend unrolls it and folds the invariant arithmetic itself, and a hoisted value
-would only hold a register across it (the paper's third point).
+before and after; over the loop's constant trip count (where it has one) that saving must
+exceed the operations hoisted before the loop; and only an instruction that runs in every
+iteration (its block dominates the loop's latches) is rewritten. A loop with a constant trip
+count of at most `small_trip` iterations is left as it is: the backend unrolls it and folds the
+invariant arithmetic itself, and a hoisted value would only hold a register across it (the
+paper's third point).
 
 **Soundness.** Reassociation drops `nsw` (a regrouped partial sum may overflow where the
 original's did not) and keeps `nuw` on `add` only where every node of the tree had it (then
 every partial sum is at most the total); `mul`, `and`, `or`, `xor` lose their flags (`or
-disjoint` included). No memory operation moves: the pass rewrites integer arithmetic,
-addresses and selects, and LLVM's LICM decides what to hoist, with its own rules for barriers
-and memory. The pass runs after the last `llvm-opt` round, whose Reassociate pass would undo
+disjoint` included). No memory operation moves: only integer arithmetic, address computations
+(no loads) and select conditions go to a preheader, and only when every value they use is
+defined in a block that dominates it; a loop without a preheader (LLVM's simplified form) is
+left alone. The pass runs after the last `llvm-opt` round, whose Reassociate pass would undo
 the grouping (it ranks values by block order, not by loop).
 
-Refused: a module for another target (as `llvm-opt`), or an `opt` that cannot be run.
+Refused: a module for another target (as `llvm-opt`).
 """
 
 from __future__ import annotations
