@@ -202,7 +202,7 @@ class LoopFuse(ModulePass):
             c, d = after[n]
             now = sum(len(_LOOP.findall(ln)) for ln in out_lines[c:d])
             if now < loops_before[n]:
-                notes.append(f"loop-fuse: {n}: {loops_before[n]} loops -> {now}")
+                notes.append(f"{n}: {loops_before[n]} loops -> {now}")
         if not notes:
             return text
         return HostRewrite("\n".join(out_lines) + "\n", ctx.host_program, tuple(notes))
