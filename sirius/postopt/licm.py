@@ -79,6 +79,7 @@ class _Loops:
 
     cfg: FunctionCFG
     chain: dict[Block, list[NaturalLoop]] = field(default_factory=dict)
+    trips: dict[NaturalLoop, int | None] = field(default_factory=dict)  # constant trip counts
     small: set[NaturalLoop] = field(default_factory=set)
 
     @staticmethod
@@ -88,8 +89,8 @@ class _Loops:
         for b in fn.blocks:
             inner = [lp for lp in cfg.loops.values() if b in lp.blocks]
             out.chain[b] = sorted(inner, key=lambda lp: len(lp.blocks))
-        out.small = {lp for lp in cfg.loops.values()
-                     if (t := _trip_count(lp)) is not None and t <= small_trip}
+        out.trips = {lp: _trip_count(lp) for lp in cfg.loops.values()}
+        out.small = {lp for lp, t in out.trips.items() if t is not None and t <= small_trip}
         return out
 
     def rank(self, v: Value, loops: list[NaturalLoop]) -> int:
@@ -138,12 +139,10 @@ class _Rewriter:
         self.fn, self.lines, self.p = fn, lines, pass_
         self.loops = _Loops.of(fn, pass_.small_trip)
         self.line_of = _line_numbers(fn, lines, lo, hi)
-        self.uses: dict[int, int] = {}
-        self.users: dict[int, list[Instr]] = {}
+        self.users: dict[int, list[Instr]] = {}  # value -> its users, once per use
         for b in fn.blocks:
             for i in b.instrs:
                 for o in i.operands:
-                    self.uses[id(o)] = self.uses.get(id(o), 0) + 1
                     self.users.setdefault(id(o), []).append(i)
         self.before: dict[int, list[str]] = {}  # line -> new lines before it
         self.replace: dict[int, str] = {}
@@ -157,6 +156,9 @@ class _Rewriter:
         self._n += 1
         stem = re.sub(r"[^-\w.$]", "_", base.lstrip("%").strip('"'))
         return f"%licm.{stem}.{self._n}"
+
+    def uses(self, v: Value) -> int:
+        return len(self.users.get(id(v), ()))
 
     def nest(self, i: Instr) -> list[NaturalLoop]:
         return self.loops.chain.get(i.block, [])
@@ -179,7 +181,7 @@ class _Rewriter:
         is more than the `hoisted` operations that now run once before the loop."""
         if saved < self.p.threshold or saved <= 0:
             return False
-        trips = _trip_count(nest[0])
+        trips = self.loops.trips[nest[0]]
         return trips is None or saved * trips > hoisted
 
     def preheader(self, lp: NaturalLoop) -> Block | None:
@@ -229,7 +231,7 @@ class _Rewriter:
 
         def walk(v: Value, text: str, top: bool) -> bool:
             if (isinstance(v, Instr) and v.opcode == op and v.type == root.type
-                    and (top or (self.uses.get(id(v), 0) == 1 and id(v) not in self.taken
+                    and (top or (self.uses(v) == 1 and id(v) not in self.taken
                                  and id(v) in self.line_of))):
                 texts = _operands(v)
                 if len(texts) != 2 or len(v.operands) < 2:
@@ -311,7 +313,7 @@ class _Rewriter:
         if idx.opcode == "zext":
             ext, s = idx, idx.operands[0]
         if (not isinstance(s, Instr) or s.opcode != "add" or id(s) in self.taken
-                or self.uses.get(id(s), 0) != 1 or self.uses.get(id(idx), 0) != 1
+                or self.uses(s) != 1 or self.uses(idx) != 1
                 or (ext is not None and id(ext) not in self.line_of)):
             return
         leaves, nodes = self._flatten(s, "add")
@@ -376,7 +378,7 @@ class _Rewriter:
         for inner_at, other_at in ((2, 1), (1, 2)):
             t = r.operands[inner_at]
             if (not isinstance(t, Instr) or t.opcode != "select" or id(t) in self.taken
-                    or self.uses.get(id(t), 0) != 1 or t.block is not r.block):
+                    or self.uses(t) != 1 or t.block is not r.block):
                 continue
             inner = _operands(t)
             if not inner or t.type != r.type:
