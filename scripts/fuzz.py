@@ -20,12 +20,19 @@ temporary directory) and its reproduction command is printed.
 variables, `__noinline__` device functions, inline PTX stores; tests/randprog/extras.py):
 "default", "none", "all", or +NAME / -NAME changes to the default. Ctrl-C stops the run with
 exit status 130 and one line.
+
+`--time-limit SECONDS` (default 300): a program that takes more CPU time than that (fusion,
+verification and reference together) has its worker stopped and counts as a failure, named
+with its reproduce command, and the run goes on (the limit is RLIMIT_CPU in the worker, so it
+stops a hang inside isl's C code too). A stopped pool re-runs the programs that were in it one
+at a time to name the one that ran long. 0: no limit.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import sys
 import tempfile
@@ -82,13 +89,44 @@ def worker_pool(jobs: int | None) -> Iterator[ProcessPoolExecutor]:
 
 DIED = ("the worker process running this program died (killed by a signal: the executor "
         "crashed, e.g. SIGSEGV); the reproduce command shows it")
+# the default --time-limit: CPU seconds one program may take (the slowest seeds of a 1000-program
+# run take ~15 s on a 2-core VM; one program once sat > 25 min inside isl)
+TIME_LIMIT = 300.0
 
 
-def outcomes(fn: Callable, tasks: list[tuple], jobs: int | None) -> Iterator[tuple[int, object]]:
+def timed_out(limit: float) -> str:
+    return (f"the program ran past the per-program limit of {limit:g} CPU seconds "
+            "(`--time-limit`) and its worker was stopped (SIGXCPU): a hang or a pathological "
+            "slowdown, e.g. in isl; the reproduce command with `--time-limit 0` added runs it "
+            "without the limit")
+
+
+def _limited(limit: float | None, fn: Callable, *args):
+    """fn(*args) in a worker whose CPU time is limited to `limit` more seconds (RLIMIT_CPU: the
+    kernel stops the process with SIGXCPU even inside C code such as isl, where no Python
+    signal handler would run); the limit is lifted again when fn returns."""
+    if limit is None:
+        return fn(*args)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = usage.ru_utime + usage.ru_stime
+    soft = int(used + limit) + 1
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    try:
+        return fn(*args)
+    finally:
+        resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+
+
+def outcomes(fn: Callable, tasks: list[tuple], jobs: int | None,
+             limit: float | None = None) -> Iterator[tuple[int, object]]:
     """(index, fn(*task)) for every task, in order, computed in worker processes; a task whose
-    worker dies gives DIED instead of ending the run. After a pool breaks, the tasks that may
-    have been running in it (the first jobs + 1 unfinished ones) run one at a time, each in a
-    fresh worker, so the one that kills its worker is named; then the pool starts again."""
+    worker dies gives DIED instead of ending the run, one that runs past `limit` CPU seconds
+    gives timed_out(limit). After a pool breaks, the tasks that may have been running in it
+    (the first jobs + 1 unfinished ones) run one at a time, each in a fresh worker, so the one
+    that kills its worker is named; then the pool starts again."""
     todo = list(range(len(tasks)))
     alone = 0
     while todo:
@@ -96,13 +134,17 @@ def outcomes(fn: Callable, tasks: list[tuple], jobs: int | None) -> Iterator[tup
             i = todo.pop(0)
             alone -= 1
             with worker_pool(1) as pool:
+                t0 = time.perf_counter()
                 try:
-                    yield i, _submit(pool, fn, *tasks[i]).result()
+                    yield i, _submit(pool, _limited, limit, fn, *tasks[i]).result()
                 except BrokenProcessPool:
-                    yield i, DIED
+                    # CPU time never exceeds wall time: a worker that died sooner than the
+                    # limit was not stopped by it
+                    over = limit is not None and time.perf_counter() - t0 >= limit
+                    yield i, timed_out(limit) if over else DIED
             continue
         with worker_pool(jobs) as pool:
-            futures = [(i, _submit(pool, fn, *tasks[i])) for i in todo]
+            futures = [(i, _submit(pool, _limited, limit, fn, *tasks[i])) for i in todo]
             for i, f in futures:
                 try:
                     result = f.result()
@@ -164,16 +206,18 @@ def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None,
     return out
 
 
-def died_fused(seed: int, keep: str, args: argparse.Namespace):
-    """The FuseOutcome of a program whose worker died (its file written to `keep` here)."""
+def died_fused(seed: int, keep: str, args: argparse.Namespace, why: str = DIED):
+    """The FuseOutcome of a program whose worker died or was stopped, `why` (its file written
+    to `keep` here)."""
     from tests.randprog.fuse_check import FuseOutcome, reproduce_command
     from tests.randprog.fuse_check import arrangement_for as arrangement_of
     from tests.randprog.generator import generate
 
     feats = _features(args.features)
     arrangement = args.arrangement or arrangement_of(seed)
+    Path(keep).mkdir(parents=True, exist_ok=True)
     path = generate(seed, features=feats).write(Path(keep))
-    return FuseOutcome(seed, arrangement, path, problems=[DIED], crashed=True,
+    return FuseOutcome(seed, arrangement, path, problems=[why], crashed=True,
                        reproduce=reproduce_command(seed, arrangement, path, seed, feats))
 
 
@@ -181,7 +225,7 @@ def main_fused(args: argparse.Namespace) -> int:
     seeds = range(args.seed, args.seed + args.count)
     keep = args.keep or str(Path(tempfile.gettempdir()) / "sirius-fuzz")
     every = max(1, min(100, args.count // 20))
-    failures = crashes = 0
+    failures = crashes = timeouts = 0
     before = after = dyn_before = dyn_after = fusing = undone = 0
     worst = (0.0, -1)
     changed: Counter[str] = Counter()  # post-fusion pass -> programs it changed
@@ -189,9 +233,10 @@ def main_fused(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     tasks = [(s, keep, bool(args.keep), args.arrangement, args.features, args.megakernel,
               args.smem) for s in seeds]
-    for k, (i, out) in enumerate(outcomes(one_fused, tasks, args.jobs), 1):
-        if out is DIED:
-            out = died_fused(seeds[i], keep, args)
+    for k, (i, out) in enumerate(outcomes(one_fused, tasks, args.jobs, args.time_limit), 1):
+        if isinstance(out, str):  # DIED or timed out
+            timeouts += out != DIED
+            out = died_fused(seeds[i], keep, args, out)
         before += out.launches_before
         after += out.launches_after
         dyn_before += out.dynamic_before
@@ -216,7 +261,8 @@ def main_fused(args: argparse.Namespace) -> int:
     arr = args.arrangement or "auto/vertical/horizontal by seed % 3"
     print(f"fuse: {args.count} programs (seeds {args.seed}..{args.seed + args.count - 1}, "
           f"{arr}) in {time.perf_counter() - t0:.1f} s: {failures} failed ({failures - crashes} "
-          f"mismatches, {crashes} crashes); launches {before} -> {after} (executed "
+          f"mismatches, {crashes} crashes, {timeouts} of them over the time limit); launches "
+          f"{before} -> {after} (executed "
           f"{dyn_before} -> {dyn_after}); {fusing} programs with fewer launches; "
           f"{undone} fused kernels undone; slowest seed {worst[1]} ({worst[0]:.2f} s)")
     print("post-fusion passes that changed the fused module: "
@@ -256,7 +302,13 @@ def run(argv: list[str] | None = None) -> int:
                     help="the generator's constructs of issue 12: default, none, all, or "
                     "+NAME/-NAME changes (NAME: device-tables, globals, device-functions, "
                     "host-tables, asm), e.g. -host-tables,+asm")
+    ap.add_argument("--time-limit", type=float, default=TIME_LIMIT, metavar="SECONDS",
+                    help="CPU seconds one program may take before its worker is stopped and "
+                    "the program counts as failed (default %(default)g; 0: no limit)")
     args = ap.parse_args(argv)
+    if args.time_limit < 0:
+        ap.error("--time-limit must be >= 0")
+    args.time_limit = args.time_limit or None
     try:
         _features(args.features)
     except ValueError as e:
@@ -276,8 +328,9 @@ def run(argv: list[str] | None = None) -> int:
     most = (0, -1)
     t0 = time.perf_counter()
     tasks = [(s, args.keep, args.order, args.features) for s in seeds]
-    for k, (i, res) in enumerate(outcomes(one, tasks, args.jobs), 1):
-        seed, problems, nl, ni, secs = (seeds[i], [DIED], 0, 0, 0.0) if res is DIED else res
+    for k, (i, res) in enumerate(outcomes(one, tasks, args.jobs, args.time_limit), 1):
+        seed, problems, nl, ni, secs = (seeds[i], [res], 0, 0, 0.0) if isinstance(res, str) \
+            else res
         launches += nl
         instructions += ni
         worst = max(worst, (secs, seed))

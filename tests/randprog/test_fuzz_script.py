@@ -60,6 +60,8 @@ def _load_fuzz():
 
     spec = importlib.util.spec_from_file_location("sirius_fuzz_script", FUZZ[1])
     mod = importlib.util.module_from_spec(spec)
+    # registered, so its functions pickle to the pool's (forked) workers by name
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
 
@@ -77,3 +79,24 @@ def test_a_worker_that_dies_is_one_failure() -> None:
     for jobs in (1, 2):
         got = list(fuzz.outcomes(_square_or_die, [(x,) for x in range(7)], jobs))
         assert got == [(0, 0), (1, 1), (2, 4), (3, fuzz.DIED), (4, 16), (5, 25), (6, 36)]
+
+
+def _square_or_spin(x: int) -> int:
+    while x == 3:   # a program that never finishes (a hang inside isl's C code, say)
+        pass
+    return x * x
+
+
+def test_a_program_past_the_time_limit_is_one_failure() -> None:
+    """A program that runs past --time-limit CPU seconds is stopped (RLIMIT_CPU, SIGXCPU) and
+    reported as that program's failure, not as a crash; the others finish, in order, and the
+    limit of one program does not carry over to the next in the same worker."""
+    fuzz = _load_fuzz()
+    got = list(fuzz.outcomes(_square_or_spin, [(x,) for x in range(6)], 1, limit=1.0))
+    assert got == [(0, 0), (1, 1), (2, 4), (3, fuzz.timed_out(1.0)), (4, 16), (5, 25)]
+    assert fuzz.timed_out(1.0) != fuzz.DIED
+
+
+def test_a_bad_time_limit_is_a_usage_error() -> None:
+    r = subprocess.run([*FUZZ, "--time-limit", "-1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--time-limit must be >= 0" in r.stderr
