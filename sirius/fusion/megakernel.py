@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from math import prod
 
-from sirius.analysis.host.model import Launch
+from sirius.analysis.expr import Expr
+from sirius.analysis.host.model import BufferArg, DevRef, Launch, Loop, Op, ScalarArg
 from sirius.analysis.uar.build import UAR
 from sirius.fusion.members import param_maps
 from sirius.fusion.plan.planner import Node, Region
-from sirius.fusion.spec import BLOCK, GLOBAL, FusedKernel, FusedKernelSpec, Member
+from sirius.fusion.spec import BLOCK, GLOBAL, DeviceLoop, FusedKernel, FusedKernelSpec, Member
 from sirius.fusion.waits import counter_waits
 
 # The most launches of the original program one megakernel runs: its segments inline every
@@ -174,3 +175,78 @@ def _placed_fused(k: FusedKernel, nodes, spread: tuple[int, int] | None) -> tupl
         return tuple((n.sid, p.first_block, x.grid, how(n))
                      for n, x, p in zip(nodes, k.spec.members, k.placements, strict=True))
     return None
+
+
+def loop_bodies(ops: Sequence[Op], regions: Sequence[Region]) -> dict[int, Loop]:
+    """The regions (by index) that are the whole body of a host loop: the loop's body is
+    launches only, exactly the region's."""
+    by_first = {r.body_key: ri for ri, r in enumerate(regions)}
+    out: dict[int, Loop] = {}
+
+    def walk(ops: Sequence[Op]) -> None:
+        for op in ops:
+            if not isinstance(op, Loop):
+                continue
+            walk(op.body)
+            ri = by_first.get(id(op.body[0])) if op.body else None
+            if ri is not None and [id(x) for x in op.body] == \
+                    [id(n.launch) for n in regions[ri].nodes]:
+                out[ri] = op
+
+    walk(ops)
+    return out
+
+
+def _step(e: Expr, var: str) -> int | None:
+    """The coefficient of `var` in `e` when `e` is `var` times a constant plus terms without
+    it; None when `var` sits inside a floor, mod, min or max."""
+    rest = Expr._make(e.const, {a: c for a, c in e.terms if a != var})
+    return None if var in rest.variables() else dict(e.terms).get(var, 0)
+
+
+def device_loop(loop: Loop, k: FusedKernel, launches: Sequence[Launch]
+                ) -> tuple[DeviceLoop, Launch] | str:
+    """The device loop that runs host loop `loop` (whose body is exactly the launches
+    `launches`, megakernel `k`'s members) inside `k`, and `k`'s one launch that replaces the
+    loop (the arguments of the first iteration); or why not (a sentence). Every argument
+    must step by a constant per iteration (pointers in one buffer, integers), grid, block and
+    shared memory must not change, and the loop's bounds must be constants."""
+    if loop.opaque or not loop.lo.is_const or not loop.hi.is_const:
+        return "its bounds are not constants"
+    trips = len(range(loop.lo.const, loop.hi.const, loop.step))
+    if trips < 2:
+        return f"it runs {trips} time(s)"
+    var, lo = loop.var, loop.lo
+    strides = []
+    for mi, launch in enumerate(launches):
+        if any(var in e.variables() for e in (*launch.grid, *launch.block, launch.smem)):
+            return f"the grid, block or shared memory of {launch.kernel} changes with {var}"
+        for j, a in enumerate(launch.args):
+            if isinstance(a, BufferArg) and not isinstance(a.address, DevRef):
+                return f"{launch.kernel} takes a rotating (ping-pong) address"
+            e = a.address.offset if isinstance(a, BufferArg) else \
+                a.value if isinstance(a, ScalarArg) and isinstance(a.value, Expr) else None
+            if e is None:
+                continue
+            c = _step(e, var)
+            if c is None:
+                return (f"argument {j} of {launch.kernel} ({e}) is not {var} times a "
+                        "constant plus the rest")
+            if c and isinstance(a, ScalarArg) and not a.type.startswith("i"):
+                return f"argument {j} of {launch.kernel} is a {a.type} that changes with {var}"
+            if c:
+                strides.append((mi, j, c * loop.step))
+    first = k.launch(launches)
+    env = {var: lo}
+
+    def at_first(a):
+        if isinstance(a, BufferArg):
+            return BufferArg(DevRef(a.address.buffer, a.address.offset.substitute(env)))
+        if isinstance(a, ScalarArg) and isinstance(a.value, Expr):
+            return ScalarArg(a.type, a.value.substitute(env))
+        return a
+
+    return (DeviceLoop(trips, tuple(strides)),
+            Launch(first.kernel, first.mangled, first.grid, first.block, first.smem,
+                   tuple(at_first(a) for a in first.args), loop.loc or first.loc,
+                   first.prepare))

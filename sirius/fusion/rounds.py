@@ -17,7 +17,13 @@ from sirius.analysis.kernel.facts import KernelInfo
 from sirius.backend import compile_ir, violations
 from sirius.backend.limits import coresident_blocks
 from sirius.fusion.codegen.emit import build
-from sirius.fusion.megakernel import megakernel_chunks, megakernel_reasons, megakernel_spec
+from sirius.fusion.megakernel import (
+    device_loop,
+    loop_bodies,
+    megakernel_chunks,
+    megakernel_reasons,
+    megakernel_spec,
+)
 from sirius.fusion.members import overlay_shared, param_maps, repeat_runs
 from sirius.fusion.plan.planner import Region
 from sirius.fusion.result import FusedLaunchRecord, FuseResult
@@ -60,7 +66,8 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
         progress(f"generating fused kernels (round {attempt + 1})")
         built = _build_all(res, state, infos)
         res.megakernels = built.megakernels
-        host = _rewrite_host(res.analysed, res.regions, built.group_launches)
+        host = _rewrite_host(res.analysed, res.regions, built.group_launches,
+                             built.device_looped)
         text = res.original.program.device_ir
         steps: tuple[PassStep, ...] = ()
         if built.module_text is not None:
@@ -196,6 +203,8 @@ class _Built:
     group_launches: dict[GroupKey, list[Launch]]
     records: list[FusedLaunchRecord]
     megakernels: list[FusedLaunchRecord] = field(default_factory=list)
+    # the launches of megakernels whose host loop runs inside them: each replaces its loop
+    device_looped: frozenset[int] = frozenset()  # id() of the launch
 
 
 def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> _Built:
@@ -210,9 +219,10 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> 
         return _Built(text, group_launches, records + records2)
     fused = dict(fused1)
     fused.update({k.name: k for k in (fm2.kernels if fm2 is not None else ())})
-    fm3, group_launches, mks = _megakernel_round(res, state, infos, text or ir1, parts, fused)
+    fm3, group_launches, mks, looped = _megakernel_round(res, state, infos, text or ir1, parts,
+                                                         fused)
     return _Built(fm3.text if fm3 is not None else text, group_launches, records + records2,
-                  mks)
+                  mks, looped)
 
 
 def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
@@ -351,7 +361,8 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     launches = {key: [x for _, x in ps] for key, ps in parts.items()}
     records: list[FusedLaunchRecord] = []
     if fm is None:
-        return None, launches, records
+        return None, launches, records, frozenset()
+    fm, looped, loop_notes = _device_loops(res, state, chosen, specs, fm, bad, ir)
     for ri, chunks in chosen.items():
         if ri in state.disabled_megakernels:
             continue
@@ -363,9 +374,50 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                 launches[(ri, 0)] += phase_launches
                 continue
             k = fm.kernel(name)
-            launches[(ri, 0)].append(k.launch(phase_launches))
+            launches[(ri, 0)].append(looped[name] if name in looped
+                                     else k.launch(phase_launches))
             records.append(_megakernel_record(res, ri, k, phase_launches, sms, len(chunks)))
-    return fm, launches, records
+            records[-1].reasons += loop_notes.get(name, [])
+    return fm, launches, records, frozenset(id(x) for x in looped.values())
+
+
+def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[FusedKernelSpec],
+                  fm: FusedModule, bad: list, ir: str
+                  ) -> tuple[FusedModule, dict[str, Launch], dict[str, list[str]]]:
+    """`grid` megakernels that are the whole body of a host loop take the loop inside
+    (fusion/megakernel.py, `device_loop`): the module rebuilt with those specs, each such
+    megakernel's one launch (which replaces its loop) by name, and report lines by name."""
+    loops = loop_bodies(res.analysed.ops, res.regions) \
+        if res.options.megakernel == "grid" else {}
+    got: dict[str, tuple] = {}
+    notes: dict[str, list[str]] = {}
+    for ri, chunks in chosen.items():
+        if ri in state.disabled_megakernels or ri not in loops:
+            continue
+        lp = loops[ri]
+        head = f"its host loop (`{lp.var}` at {lp.loc or '?'})"
+        if len(chunks) != 1 or chunks[0][1] is None:
+            notes.update({n: [f"{head} stays on the host: the loop body is cut into parts"]
+                          for _, n in chunks if n is not None})
+            continue
+        launches, name = chunks[0]
+        dl = device_loop(lp, fm.kernel(name), launches)
+        if isinstance(dl, str):
+            notes[name] = [f"{head} stays on the host: {dl}"]
+        else:
+            got[name] = dl
+            notes[name] = [f"{head} runs inside it: {dl[0].trips} iterations, a grid barrier "
+                           "between two, one launch in place of the loop"]
+    if not got:
+        return fm, {}, notes
+    fm2, bad2 = _build_specs([replace(s, device_loop=got[s.name][0]) if s.name in got else s
+                              for s in specs], ir)
+    if fm2 is None or {s.name for s, _ in bad2} != {s.name for s, _ in bad}:
+        why = "; ".join(w for s, w in bad2 if s.name in got) or "it did not build"
+        for name in got:
+            notes[name] = [f"its host loop stays on the host: the device loop failed ({why})"]
+        return fm, {}, notes
+    return fm2, {name: launch for name, (_, launch) in got.items()}, notes
 
 
 def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches: list,
@@ -379,7 +431,10 @@ def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches:
 
 
 def _rewrite_host(host: HostProgram, regions: list[Region],
-                  group_launches: dict[GroupKey, list[Launch]]) -> HostProgram:
+                  group_launches: dict[GroupKey, list[Launch]],
+                  device_looped: frozenset[int] = frozenset()) -> HostProgram:
+    """The fused host program: each region's launches replaced by what it became; a loop
+    whose body became one launch in `device_looped` (ids) is replaced by that launch."""
     by_first = {r.body_key: ri for ri, r in enumerate(regions)}
 
     def body(ops: Sequence[Op]) -> tuple[Op, ...]:
@@ -395,7 +450,11 @@ def _rewrite_host(host: HostProgram, regions: list[Region],
                     out += group_launches[(ri, gi)]
                 skip = len(regions[ri].nodes) - 1
             elif isinstance(op, Loop):
-                out.append(replace(op, body=body(op.body)))
+                inner = body(op.body)
+                if len(inner) == 1 and id(inner[0]) in device_looped:
+                    out.append(inner[0])  # the loop runs inside that megakernel
+                else:
+                    out.append(replace(op, body=inner))
             else:
                 out.append(op)
         return tuple(out)

@@ -202,6 +202,29 @@ class Wait:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceLoop:
+    """A megakernel whose host loop moved inside it (`grid` variant): its segments run
+    `trips` times, a grid barrier between iterations; in iteration k the member parameter
+    (member index, parameter index) of `strides` receives its launch argument plus k * stride
+    (bytes past a pointer, added to an integer). Every other argument is the same in each
+    iteration."""
+
+    trips: int
+    strides: tuple[tuple[int, int, int], ...] = ()  # (member, parameter, stride)
+
+    def stride(self, member: int, param: int) -> int:
+        return next((s for m, j, s in self.strides if (m, j) == (member, param)), 0)
+
+    def to_json(self) -> dict:
+        return {"trips": self.trips, "strides": [list(x) for x in self.strides]}
+
+    @staticmethod
+    def from_json(d: dict) -> DeviceLoop:
+        return DeviceLoop(int(d["trips"]), tuple((int(m), int(j), int(s))
+                                                 for m, j, s in d.get("strides", ())))
+
+
+@dataclass(frozen=True, slots=True)
 class FusedKernelSpec:
     name: str
     arrangement: str  # vertical | horizontal
@@ -217,6 +240,8 @@ class FusedKernelSpec:
     # grid, `counters` variant: the waits that replace the grid barriers (None: grid barriers);
     # blocks wait only for the producer blocks whose work theirs depends on
     waits: tuple[Wait, ...] | None = None
+    # grid: the host loop around the megakernel's launch, run on the device instead
+    device_loop: DeviceLoop | None = None
 
     def __post_init__(self) -> None:
         if self.arrangement not in ARRANGEMENTS:
@@ -232,6 +257,13 @@ class FusedKernelSpec:
         if self.arrangement == "grid" and self.grid is None:
             raise ValueError("a grid megakernel needs its grid (the blocks that can be "
                              "co-resident)")
+        if self.device_loop is not None:
+            if self.arrangement != "grid" or self.waits is not None:
+                raise ValueError("a device loop is for the grid arrangement with grid barriers")
+            if self.device_loop.trips < 1 or any(
+                    not 0 <= m < len(self.members) for m, _, _ in self.device_loop.strides):
+                raise ValueError(f"device loop {self.device_loop.to_json()}: trips >= 1, "
+                                 f"members 0..{len(self.members) - 1}")
         if self.waits is not None:
             if self.arrangement != "grid":
                 raise ValueError("waits are for the grid arrangement")
@@ -262,6 +294,8 @@ class FusedKernelSpec:
             out["grid_sync_before"] = list(self.grid_sync_before)
         if self.waits is not None:
             out["waits"] = [w.to_json() for w in self.waits]
+        if self.device_loop is not None:
+            out["device_loop"] = self.device_loop.to_json()
         return out
 
     @staticmethod
@@ -272,7 +306,9 @@ class FusedKernelSpec:
                                _dim3(d["grid"]) if "grid" in d else None, d.get("share_smem"),
                                tuple(int(i) for i in d.get("grid_sync_before", ())),
                                tuple(Wait.from_json(w) for w in d["waits"])
-                               if "waits" in d else None)
+                               if "waits" in d else None,
+                               DeviceLoop.from_json(d["device_loop"])
+                               if "device_loop" in d else None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from sirius.fusion.codegen import fragment as frag
 from sirius.fusion.codegen import grid as grid_code
 from sirius.fusion.codegen import irtext
 from sirius.fusion.codegen.dispatch import dispatch
+from sirius.fusion.codegen.grid import IT_ENV
 from sirius.fusion.codegen.irwriter import Writer
 from sirius.fusion.geometry import (
     EmptyMember,
@@ -496,6 +497,10 @@ class Assembler:
             value = f"%{irtext.local_ref(p.name)}"
             if m.repeat > 1 and m.strides[j]:
                 value = self.repeated(spec, pm, w, env[_REP], p.type, value, m.strides[j])
+                out += w.flush()
+            step = spec.device_loop.stride(pm.index, j) if spec.device_loop else 0
+            if step:  # a device loop's iteration k: the argument plus k * step
+                value = self.repeated(spec, pm, w, env[IT_ENV], p.type, value, step)
                 out += w.flush()
             args.append(f"{p.type} {value}")
         dims = list(m.block) + list(m.grid)

@@ -25,6 +25,9 @@ from sirius.fusion.spec import (
 )
 
 _SREG = "call i32 @llvm.nvvm.read.ptx.sreg."
+# a device loop's iteration: the kernel's loop variable, and each segment's last parameter
+ITERATION = "sirius.it"
+IT_ENV = "#it"  # its value in a member's env (assemble.instance_code steps the arguments)
 # %lead: this thread is thread (0, 0, 0) of its block, the one that talks to the other blocks
 _LEAD = (f"  %tx = {_SREG}tid.x()", f"  %ty = {_SREG}tid.y()", f"  %tz = {_SREG}tid.z()",
          "  %t1 = or i32 %tx, %ty", "  %t2 = or i32 %t1, %tz", "  %lead = icmp eq i32 %t2, 0")
@@ -50,6 +53,9 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
     segments stay functions of their own (noinline): the CPU executor runs each over all
     blocks before the next, which is what the grid barrier means."""
     args = ", ".join(f"{p.type} %{irtext.local_ref(p.name)}" for p in params)
+    loop = spec.device_loop
+    if loop is not None:  # the segments take the iteration too
+        args += f", i32 %{ITERATION}"
     fparam = {(mi, j): p for p in params for mi, j in p.uses}
     body = []
     segments = spec.segments()
@@ -71,10 +77,33 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
                         f"i32 {grid[0]}, i32 {last})")
         _write_segment(asm, spec, fn, [members[i] for i in seg], block, grid, ptext,
                            target, fparam)
+    if loop is not None:
+        body = _device_loop(asm, loop.trips, body)
     asm.appended.append("\n".join(
         [f"define dso_local ptx_kernel void {irtext.global_ref(spec.name)}"
          f"({', '.join(ptext)}) #{asm.group(kattrs)} {{", "entry:", *body,
          "  ret void", "}"]))
+
+
+def _device_loop(asm, trips: int, body: list[str]) -> list[str]:
+    """The kernel body of a megakernel whose host loop runs on the device: the segments of
+    `body` (which pass the iteration `%sirius.it`) `trips` times, a grid barrier between
+    iterations (every dependence between two iterations, of any width, is ordered by it, as
+    the kernel boundary between two launches ordered it). LLVM must not unroll the loop:
+    the executor runs this form (runtime/cpu/entries.py), and unrolling gains nothing here."""
+    _grid_sync(asm)
+    it, nxt = f"%{ITERATION}", f"%{ITERATION}.next"
+    md = asm.md_node("")
+    no_unroll = asm.md_node('!{!"llvm.loop.unroll.disable"}')
+    asm.new_md[md] = f"distinct !{{!{md}, !{no_unroll}}}"
+    return ["  br label %iter", "iter:",
+            f"  {it} = phi i32 [ 0, %entry ], [ {nxt}, %again ]", *body,
+            f"  {nxt} = add nuw i32 {it}, 1",
+            f"  %{ITERATION}.more = icmp ult i32 {nxt}, {trips}",
+            f"  br i1 %{ITERATION}.more, label %again, label %done",
+            # the loop's metadata sits on the latch's branch (LLVM's Loop::getLoopID)
+            "again:", f"  call void @{GRID_SYNC}()", f"  br label %iter, !llvm.loop !{md}",
+            "done:"]
 
 def _write_segment(asm, spec: FusedKernelSpec, fn: str, seg: list, block: Dim3, grid: Dim3,
                    ptext: list[str], target: str,
@@ -96,7 +125,11 @@ def _write_segment(asm, spec: FusedKernelSpec, fn: str, seg: list, block: Dim3, 
         asm.declare(f"llvm.nvvm.read.ptx.sreg.{s}",
                      f"declare i32 @llvm.nvvm.read.ptx.sreg.{s}()")
     attrs = f"convergent noinline nounwind {target}".strip()
-    out = [f"define void {irtext.global_ref(fn)}({', '.join(ptext)}) "
+    looped = spec.device_loop is not None
+    if looped:
+        env[IT_ENV] = f"%{ITERATION}"
+    out = [f"define void {irtext.global_ref(fn)}"
+           f"({', '.join([*ptext, f'i32 %{ITERATION}'] if looped else ptext)}) "
            f"#{asm.group(attrs)}{dbg} {{", "entry:"]
     out += w.flush()
     w.scope()

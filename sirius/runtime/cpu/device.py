@@ -288,11 +288,16 @@ class CpuDevice:
         before the next, which is what the grid barrier between them guarantees; one launch's
         counts, its grid barriers among its barriers (one per block and grid barrier)."""
         nblocks = grid[0] * grid[1] * grid[2]
-        if entry.waits is None:  # grid barriers
-            parts = [self.launch(module, seg, grid, block, smem, args, loc,
-                                 name=f"{shown} (segment {k})")
-                     for k, seg in enumerate(entry.segments)]
-            of = list(range(len(parts)))
+        if entry.waits is None:  # grid barriers (a device loop: its iterations in order)
+            # a device loop's segments take the iteration after the kernel's arguments
+            looped = bool(entry.segments) and len(
+                module.handle.host.kernels[entry.segments[0]].params) == len(args) + 1
+            parts = [self.launch(module, seg, grid, block, smem,
+                                 [*args, it] if looped else args, loc,
+                                 name=f"{shown} (segment {k}"
+                                      f"{f', iteration {it}' if looped else ''})")
+                     for it in range(entry.trips) for k, seg in enumerate(entry.segments)]
+            of = [k for _ in range(entry.trips) for k in range(len(entry.segments))]
             extra, checks = (len(parts) - 1) * nblocks, 0
         else:  # dependence counters: each block as far as its waits let it
             if tuple(grid) != (entry.waits_grid, 1, 1):

@@ -87,6 +87,11 @@ class Segments:
     calls: list[tuple[str, list[str]]]
     waits: list[tuple[tuple[int, int, int, int, int], ...]] | None = None
     grid: int = 0
+    # a device loop (grid variant): the segments run `trips` times, a grid barrier between
+    # iterations; `iteration` is the loop variable (`%name`) the calls pass as their last
+    # argument
+    trips: int = 1
+    iteration: str | None = None
 
 
 def segments_of(fn: Function, defined: set[str], module_text: str = ""
@@ -105,6 +110,8 @@ def segments_of(fn: Function, defined: set[str], module_text: str = ""
         return _counter_segments(fn, defined, module_text)
     if GRID_SYNC not in names:
         return None
+    if len(fn.blocks) > 1:
+        return _loop_segments(fn, defined)
     segments: list[tuple[str, list[str]]] = []
     for b in fn.blocks:
         for ins in b.instrs:
@@ -120,6 +127,89 @@ def segments_of(fn: Function, defined: set[str], module_text: str = ""
             return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
                     f"(segment calls and grid barriers only): {ins.text.strip()[:80]}")
     return Segments(segments)
+
+
+_CMP = {"eq": lambda x, c: x == c, "ne": lambda x, c: x != c, "ult": lambda x, c: x < c,
+        "ule": lambda x, c: x <= c, "ugt": lambda x, c: x > c, "uge": lambda x, c: x >= c}
+_MAX_TRIPS = 1 << 20
+
+
+def _loop_segments(fn: Function, defined: set[str]) -> Segments | str:
+    """A device loop (fusion/codegen/grid.py, `_device_loop`) as LLVM leaves it: an entry
+    block that only branches to the loop; the loop block with one phi (the iteration, 0 from
+    the entry), the segment calls with grid barriers between them, each passing the iteration
+    (or poison, where the segment does not use it) last, and the exit test; a latch block
+    with one grid barrier that branches back; an exit block that returns. The increment by 1
+    may sit in either loop block, the test may compare the iteration or its successor with
+    the trip count in any unsigned or equality predicate. Anything else is refused."""
+    def bad(what: str) -> str:
+        return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
+                f"(a device loop of segment calls and grid barriers): {what[:100]}")
+
+    def callee(ins) -> str | None:
+        return ins.callee.name if ins.opcode == "call" and ins.callee is not None else None
+
+    if len(fn.blocks) != 4:
+        return bad(f"{len(fn.blocks)} basic blocks")
+    entry = fn.blocks[0]
+    if [i.opcode for i in entry.instrs] != ["br"] or len(entry.succs) != 1:
+        return bad(entry.instrs[-1].text.strip())
+    head = entry.succs[0]
+    phi = head.instrs[0]
+    m = re.fullmatch(r"%(\S+) = phi i32 \[ (\S+), %(\S+) \], \[ (\S+), %(\S+) \]",
+                     phi.text.strip())
+    if phi.opcode != "phi" or m is None:
+        return bad(phi.text.strip())
+    it = f"%{m.group(1)}"
+    # (an unnamed entry block is `%0` in the text, "" in the view)
+    entry_name = entry.name or "0"
+    incoming = {m.group(3): m.group(2), m.group(5): m.group(4)}
+    if len(incoming) != 2 or incoming.get(entry_name) != "0":
+        return bad(phi.text.strip())
+    (latch_name, nxt), = [(k, v) for k, v in incoming.items() if k != entry_name]
+    latch = next((x for x in fn.blocks[1:] if x.name == latch_name), None)
+    if latch is None or latch is head or latch.succs != [head] or head not in head.succs \
+            and latch not in head.succs or len(head.succs) != 2:
+        return bad("the loop's latch")
+    exit_block = next(x for x in head.succs if x is not latch)
+    if [i.opcode for i in exit_block.instrs] != ["ret"]:
+        return bad("the loop's exit")
+    inc = re.compile(rf"{re.escape(nxt)} = add (?:nuw )?(?:nsw )?i32 {re.escape(it)}, 1")
+    rest = [i for i in (*head.instrs[1:-1], *latch.instrs[:-1]) if not inc.fullmatch(
+        i.text.strip())]
+    if len(rest) != len(head.instrs) + len(latch.instrs) - 4:
+        return bad(f"no single increment of {it} by 1")
+    if [callee(i) for i in latch.instrs if i.opcode == "call"] != [GRID_SYNC]:
+        return bad("the latch has no grid barrier, or more than that")
+    br = head.instrs[-1]
+    cmp = head.instrs[-2] if head.instrs[-2].opcode == "icmp" else None
+    mc = cmp and re.fullmatch(rf"%(\S+) = icmp (\w+) i32 ({re.escape(it)}|{re.escape(nxt)}), "
+                              r"(-?\d+)", cmp.text.strip())
+    if not mc or _CMP.get(mc.group(2)) is None or f"%{mc.group(1)}" not in br.text:
+        return bad(cmp.text.strip() if cmp else br.text.strip())
+    test, limit, shift = _CMP[mc.group(2)], int(mc.group(4)), int(mc.group(3) == nxt)
+    go_on = head.succs[0] is latch  # the branch continues when the test holds
+    trips = 1
+    while test(trips - 1 + shift, limit) == go_on:
+        trips += 1
+        if trips > _MAX_TRIPS:
+            return bad(f"more than {_MAX_TRIPS} iterations: {cmp.text.strip()}")
+    body = [i for i in head.instrs[1:-2] if not inc.fullmatch(i.text.strip())]
+    calls: list[tuple[str, list[str]]] = []
+    for j, ins in enumerate(body):
+        name = callee(ins)
+        if j % 2 == 1 and name == GRID_SYNC:
+            continue
+        if j % 2 == 0 and name in defined and name != fn.name and name not in MK_HELPERS:
+            args = call_args(ins.text, name)[0]
+            if args and arg_value(args[-1])[0] == "i32" and arg_value(args[-1])[1] in (
+                    it, "poison", "undef") and all(arg_value(a)[1] != it for a in args[:-1]):
+                calls.append((name, args))
+                continue
+        return bad(ins.text.strip())
+    if not body or len(body) % 2 == 0:
+        return bad("a grid barrier after the last segment of an iteration")
+    return Segments(calls, trips=trips, iteration=it)
 
 
 def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | str:
@@ -192,16 +282,24 @@ def _int_table(text: str, ref: str) -> list[int] | None:
 
 
 def segment_wrapper(index: int, header: str, fn: Function, callee: str, call: list[str],
-                     loops: bool) -> str:
+                     loops: bool, iteration: str | None = None) -> str:
     """`__sirius_thread_N`: one thread of one segment of megakernel `fn`, which unpacks the
     kernel's arguments and calls the segment as the kernel's body does (constants and poison
-    where the body passes them)."""
+    where the body passes them); a device loop's `iteration` comes after the kernel's
+    arguments (the executor passes it as one more i32)."""
     lines = thread_wrapper(index, header, fn, loops).split("\n")[:-3]  # without call, ret, }
+    if iteration is not None:
+        n = len(fn.args)
+        lines += [f"  %pit = getelementptr inbounds ptr, ptr %args, i64 {n}",
+                  "  %ait = load ptr, ptr %pit, align 8", "  %vit = load i32, ptr %ait, align 1"]
     own = {f"%{a.name}": i for i, a in enumerate(fn.args)}
     name = re.search(r'@("[^"]+"|[-\w.$]+)\(', header).group(1)
     params, _ = call_args(header, name)
     args = []
     for a in call:
+        if iteration is not None and arg_value(a)[1] == iteration:
+            args.append("i32 %vit")
+            continue
         i = own.get(arg_value(a)[1])
         if i is None:  # a constant or poison, as the kernel's body passes it
             args.append(a)

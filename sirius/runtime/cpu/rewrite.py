@@ -73,6 +73,9 @@ class KernelEntry:
     # and the grid its waits assume; its segments' blocks run as the waits allow
     waits: tuple[tuple[tuple[int, int, int, int, int], ...], ...] | None = None
     waits_grid: int = 0
+    # a device loop: the segments run this many times (each entry takes the iteration as
+    # one more i32 argument after the kernel's)
+    trips: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,7 +312,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     replaced: list[tuple[tuple[int, int], list[str]]] = []
     defined = {f.name for f in view.functions.values() if not f.is_declaration}
     todo: list[tuple[Function, str, tuple[str, ...]]] = []
-    segment_calls: dict[str, tuple[Function, str, str, list[str]]] = {}
+    segment_calls: dict[str, tuple[Function, str, str, list[str], str | None]] = {}
     megakernels: dict[str, Segments] = {}
     for fn, header in kernels:
         segs = segments_of(fn, defined, text)
@@ -324,7 +327,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             megakernels[fn.name] = segs
             names = tuple(f"{fn.name}#{j}" for j in range(len(segs.calls)))
             for entry_name, (callee, call) in zip(names, segs.calls, strict=True):
-                segment_calls[entry_name] = (fn, header, callee, call)
+                segment_calls[entry_name] = (fn, header, callee, call, segs.iteration)
                 todo.append((view.functions[callee], header, ()))
         todo.append((fn, header, names))
     seg_names = iter(segment_calls)
@@ -338,7 +341,8 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
                                            tuple(a.type for a in fn.args), False, why,
                                            segments=segs,
                                            waits=None if mk.waits is None else
-                                           tuple(mk.waits), waits_grid=mk.grid)
+                                           tuple(mk.waits), waits_grid=mk.grid,
+                                           trips=mk.trips)
             wrappers.append(thread_wrapper(k, header, fn))
             continue
         seg = next(seg_names) if fn.calling_conv != "ptx_kernel" else None
@@ -359,12 +363,14 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
                 if lw is not None:
                     replaced.append((spans[fn.name], lw.text))
         if seg is not None:  # a megakernel's segment: the kernel's arguments, its call
-            kfn, kheader, callee, call = segment_calls[seg]
+            kfn, kheader, callee, call, it = segment_calls[seg]
             entries[seg] = KernelEntry(seg, f"__sirius_thread_{k}",
-                                       tuple(a.type for a in kfn.args),
+                                       tuple(a.type for a in kfn.args) + (("i32",) if it
+                                                                           else ()),
                                        bool(r & st.fibers), why, lw is not None,
                                        lw.frame_bytes if lw is not None else 0)
-            wrappers.append(segment_wrapper(k, kheader, kfn, callee, call, lw is not None))
+            wrappers.append(segment_wrapper(k, kheader, kfn, callee, call, lw is not None,
+                                            it))
             continue
         entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
                                        tuple(a.type for a in fn.args),
