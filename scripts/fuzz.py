@@ -182,7 +182,8 @@ def one(seed: int, keep: str | None, order: str,
 
 
 def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None,
-              features: str = "default", megakernel: str | None = None, smem: str = "concat"):
+              features: str = "default", megakernel: str | None = None, smem: str = "concat",
+              unroll: int = 64):
     """The FuseOutcome of program `seed` (its file moved to `keep` when it failed or
     `keep_all`)."""
     from tests.randprog.fuse_check import FuseOutcome, crash_text, fuse_and_verify
@@ -191,7 +192,8 @@ def one_fused(seed: int, keep: str, keep_all: bool, arrangement: str | None,
     with tempfile.TemporaryDirectory() as tmp:
         try:
             out = fuse_and_verify(seed, arrangement, tmp, raise_on_failure=False,
-                                  features=feats, megakernel=megakernel, smem=smem)
+                                  features=feats, megakernel=megakernel, smem=smem,
+                                  unroll=unroll)
         except Exception as e:  # noqa: BLE001 (generate or write crashed: still a finding)
             flag = f" --features {feats.spec()}" if feats.spec() else ""
             out = FuseOutcome(seed, arrangement or "?", Path(tmp) / f"randprog_{seed}.cu",
@@ -218,7 +220,8 @@ def died_fused(seed: int, keep: str, args: argparse.Namespace, why: str = DIED):
     Path(keep).mkdir(parents=True, exist_ok=True)
     path = generate(seed, features=feats).write(Path(keep))
     return FuseOutcome(seed, arrangement, path, problems=[why], crashed=True,
-                       reproduce=reproduce_command(seed, arrangement, path, seed, feats))
+                       reproduce=reproduce_command(seed, arrangement, path, seed, feats,
+                                                   args.megakernel, args.smem, args.unroll))
 
 
 def main_fused(args: argparse.Namespace) -> int:
@@ -232,7 +235,7 @@ def main_fused(args: argparse.Namespace) -> int:
     moved = 0  # programs with a vertical kernel reordered to share barriers
     t0 = time.perf_counter()
     tasks = [(s, keep, bool(args.keep), args.arrangement, args.features, args.megakernel,
-              args.smem) for s in seeds]
+              args.smem, args.unroll) for s in seeds]
     for k, (i, out) in enumerate(outcomes(one_fused, tasks, args.jobs, args.time_limit), 1):
         if isinstance(out, str):  # DIED or timed out
             timeouts += out != DIED
@@ -298,6 +301,9 @@ def run(argv: list[str] | None = None) -> int:
     ap.add_argument("--megakernel", choices=("grid", "counters"),
                     help="with --fuse: every run of launches left after fusion becomes a "
                          "megakernel of this variant (`sirius fuse --megakernel`)")
+    ap.add_argument("--unroll", type=int, default=64, metavar="N",
+                    help="with --fuse: `sirius fuse --unroll` (0: host loops stay loops; with "
+                    "--megakernel grid they then run on the device)")
     ap.add_argument("--features", default="default", metavar="SPEC",
                     help="the generator's constructs of issue 12: default, none, all, or "
                     "+NAME/-NAME changes (NAME: device-tables, globals, device-functions, "

@@ -51,10 +51,11 @@ def orders_for(seed: int) -> tuple[str, ...]:
 
 def reproduce_command(seed: int | None, arrangement: str, path: Path, input_seed: int,
                       features: Features = DEFAULT, megakernel: str | None = None,
-                      smem: str = "concat") -> str:
+                      smem: str = "concat", unroll: int = 64) -> str:
     """The one command that re-runs this check."""
     mk = f" --megakernel {megakernel}" if megakernel else ""
     mk += f" --smem {smem}" if smem != "concat" else ""
+    mk += f" --unroll {unroll}" if unroll != 64 else ""
     if seed is None:
         return (f".venv/bin/sirius verify {path} --arrangement {arrangement} "
                 f"--seed {input_seed} --order forward --order reverse "
@@ -171,12 +172,14 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
                     workdir: Path | str = ".", *, input_seed: int | None = None,
                     arch: str = "sm_80", raise_on_failure: bool = True,
                     features: Features = DEFAULT,
-                    megakernel: str | None = None, smem: str = "concat") -> FuseOutcome:
+                    megakernel: str | None = None, smem: str = "concat",
+                    unroll: int = 64) -> FuseOutcome:
     """Write, fuse and check one program (see the module docstring). `arrangement` None picks
     `arrangement_for(seed)` (auto for a drawn program); `input_seed` (default: the generator
     seed, or 1) seeds the executor's inputs and the random order; `features` are the
     generator's (for a seed); `megakernel`: `Options.megakernel` (grid or counters); `smem`:
-    `Options.smem` (concat or overlay)."""
+    `Options.smem` (concat or overlay); `unroll`: `Options.unroll` (0: host loops stay loops,
+    so that with `megakernel="grid"` they become device loops)."""
     from sirius.fusion.plan.planner import Options
     from sirius.pipeline import fuse
     from sirius.verify.differential import verify_fused
@@ -194,10 +197,10 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     path = prog.write(directory, None if seed is not None else "randprog_drawn.cu")
     out = FuseOutcome(seed, arrangement, path)
     out.reproduce = reproduce_command(seed, arrangement, path, input_seed, features, megakernel,
-                                      smem)
+                                      smem, unroll)
     try:
         res = fuse([path], Options(arch=arch, arrangement=arrangement, megakernel=megakernel,
-                                   smem=smem), use_cache=True)
+                                   smem=smem, unroll=unroll), use_cache=True)
         out.megakernels = len(res.megakernels)
         out.launches_before, out.launches_after = res.launches_before, res.launches_after
         out.fused_kernels = len(res.fused)

@@ -79,6 +79,10 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
                            target, fparam)
     if loop is not None:
         body = _device_loop(asm, loop.trips, body)
+        # LLVM would rewrite the loop by its trip count (two iterations became a phi of
+        # booleans) into forms the executor does not run; the body is calls only, so
+        # nothing is lost by not optimizing it (the segments are optimized on their own)
+        kattrs = f"{kattrs} noinline optnone"
     asm.appended.append("\n".join(
         [f"define dso_local ptx_kernel void {irtext.global_ref(spec.name)}"
          f"({', '.join(ptext)}) #{asm.group(kattrs)} {{", "entry:", *body,

@@ -140,8 +140,9 @@ def _loop_segments(fn: Function, defined: set[str]) -> Segments | str:
     the entry), the segment calls with grid barriers between them, each passing the iteration
     (or poison, where the segment does not use it) last, and the exit test; a latch block
     with one grid barrier that branches back; an exit block that returns. The increment by 1
-    may sit in either loop block, the test may compare the iteration or its successor with
-    the trip count in any unsigned or equality predicate. Anything else is refused."""
+    may sit in either loop block (or be folded to the constant 1, two iterations), the test
+    may compare the iteration or its successor with the trip count in any unsigned or
+    equality predicate. Anything else is refused."""
     def bad(what: str) -> str:
         return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
                 f"(a device loop of segment calls and grid barriers): {what[:100]}")
@@ -166,32 +167,46 @@ def _loop_segments(fn: Function, defined: set[str]) -> Segments | str:
     incoming = {m.group(3): m.group(2), m.group(5): m.group(4)}
     if len(incoming) != 2 or incoming.get(entry_name) != "0":
         return bad(phi.text.strip())
-    (latch_name, nxt), = [(k, v) for k, v in incoming.items() if k != entry_name]
+    (latch_name, back), = [(k, v) for k, v in incoming.items() if k != entry_name]
     latch = next((x for x in fn.blocks[1:] if x.name == latch_name), None)
-    if latch is None or latch is head or latch.succs != [head] or head not in head.succs \
-            and latch not in head.succs or len(head.succs) != 2:
+    if latch is None or latch is head or latch.succs != [head] or latch not in head.succs \
+            or len(head.succs) != 2:
         return bad("the loop's latch")
     exit_block = next(x for x in head.succs if x is not latch)
     if [i.opcode for i in exit_block.instrs] != ["ret"]:
         return bad("the loop's exit")
-    inc = re.compile(rf"{re.escape(nxt)} = add (?:nuw )?(?:nsw )?i32 {re.escape(it)}, 1")
-    rest = [i for i in (*head.instrs[1:-1], *latch.instrs[:-1]) if not inc.fullmatch(
-        i.text.strip())]
-    if len(rest) != len(head.instrs) + len(latch.instrs) - 4:
-        return bad(f"no single increment of {it} by 1")
-    if [callee(i) for i in latch.instrs if i.opcode == "call"] != [GRID_SYNC]:
-        return bad("the latch has no grid barrier, or more than that")
+    # the increment (at most one, in either loop block): `%n = add i32 %it, 1`
+    inc = re.compile(rf"%(\S+) = add (?:nuw )?(?:nsw )?i32 {re.escape(it)}, 1")
+    incs = [inc.fullmatch(i.text.strip()) for i in (*head.instrs[1:-1], *latch.instrs[:-1])]
+    names = [f"%{x.group(1)}" for x in incs if x]
+    nxt = names[0] if len(names) == 1 else None
+    if len(names) > 1 or sum(1 for i in latch.instrs[:-1] if not inc.fullmatch(
+            i.text.strip())) != 1 or [callee(i) for i in latch.instrs if i.opcode == "call"] \
+            != [GRID_SYNC]:
+        return bad("the latch holds more than a grid barrier and the increment")
+    # the iteration after `k`: the increment, or a constant LLVM folded it to
+    if back == nxt:
+        def after(k: int) -> int:
+            return k + 1
+    elif re.fullmatch(r"-?\d+", back):
+        def after(k: int) -> int:
+            return int(back)
+    else:
+        return bad(phi.text.strip())
     br = head.instrs[-1]
     cmp = head.instrs[-2] if head.instrs[-2].opcode == "icmp" else None
-    mc = cmp and re.fullmatch(rf"%(\S+) = icmp (\w+) i32 ({re.escape(it)}|{re.escape(nxt)}), "
-                              r"(-?\d+)", cmp.text.strip())
+    subject = re.escape(it) + (f"|{re.escape(nxt)}" if nxt else "")
+    mc = cmp and re.fullmatch(rf"%(\S+) = icmp (\w+) i32 ({subject}), (-?\d+)",
+                              cmp.text.strip())
     if not mc or _CMP.get(mc.group(2)) is None or f"%{mc.group(1)}" not in br.text:
         return bad(cmp.text.strip() if cmp else br.text.strip())
     test, limit, shift = _CMP[mc.group(2)], int(mc.group(4)), int(mc.group(3) == nxt)
     go_on = head.succs[0] is latch  # the branch continues when the test holds
-    trips = 1
-    while test(trips - 1 + shift, limit) == go_on:
-        trips += 1
+    k, trips = 0, 1
+    while test(k + shift, limit) == go_on:
+        if after(k) != k + 1:
+            return bad(f"an iteration that does not follow {k}: {phi.text.strip()}")
+        k, trips = k + 1, trips + 1
         if trips > _MAX_TRIPS:
             return bad(f"more than {_MAX_TRIPS} iterations: {cmp.text.strip()}")
     body = [i for i in head.instrs[1:-2] if not inc.fullmatch(i.text.strip())]

@@ -1,0 +1,113 @@
+"""Host loops that run on the device (issue 15 item 4, `--megakernel grid`): a host loop whose
+body became one megakernel is replaced by one launch of it, the loop inside the kernel
+(fusion/megakernel.py `device_loop`, codegen/grid.py `_device_loop`), and the CPU executor runs
+that form (runtime/cpu/entries.py `_loop_segments`). docs/fusion-megakernel.md, "Host loops on
+the device"."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from sirius.fusion import rounds
+from sirius.fusion.plan.planner import Options
+from sirius.pipeline import fuse
+from sirius.verify.differential import verify_fused
+from tests.helpers import ROOT
+
+PROGRAMS = ROOT / "tests/fusion/device_loop_programs"
+ORDERS = ("forward", "reverse", "random:3")
+
+
+def _kernel(ir: str, name: str) -> str:
+    m = re.search(rf"define [^\n]*@{name}\(.*?\n}}\n", ir, re.S)
+    assert m, f"{name} is not in the module"
+    return m.group(0)
+
+
+def test_a_long_host_loop_runs_inside_the_megakernel():
+    """rnn_steps.cu: 100 steps of two launches with a GLOBAL dependence each way, more than
+    --unroll launches. The loop becomes one launch; in the kernel the iteration steps the input
+    row pointer (by N floats) and the step number (by 1); every value matches the original's
+    in three block orders, and the executor counts a grid barrier between every two of the
+    200 segment runs."""
+    res = fuse([PROGRAMS / "rnn_steps.cu"], Options(megakernel="grid"))
+    assert (res.launches_before, res.launches_after) == (200, 1)
+    (mk,) = res.megakernels
+    loop = mk.kernel.spec.device_loop
+    assert loop is not None and loop.trips == 100
+    assert sorted(s for _, _, s in loop.strides) == [1, 1024 * 4]  # s, and x + s * N
+    assert any("runs inside it: 100 iterations" in r for r in mk.reasons)
+    body = _kernel(res.device_ir, mk.name)
+    assert "phi i32" in body and "!llvm.loop" in body  # a loop, not 100 unrolled copies
+    assert body.count("call void @sirius_g0_seg") == 2
+    rep = verify_fused(res.original, res, orders=ORDERS)
+    assert rep.ok, rep.render()
+    fused = rep.counters()["fused"]
+    blocks = 1024 // 128
+    assert fused["launches"] == 1 and fused["barriers"] == (200 - 1) * blocks
+
+
+def test_arguments_that_do_not_step_are_caught(monkeypatch):
+    """The check that makes the device loop trustworthy: with the strides left out (every
+    iteration reads the first input row and step 0), the fused program still builds and runs,
+    and verify reports the mismatch."""
+    real = rounds.device_loop
+
+    def no_strides(loop, k, launches):
+        got = real(loop, k, launches)
+        return got if isinstance(got, str) else (dataclasses.replace(got[0], strides=()),
+                                                 got[1])
+
+    monkeypatch.setattr(rounds, "device_loop", no_strides)
+    res = fuse([PROGRAMS / "rnn_steps.cu"], Options(megakernel="grid"), use_cache=False)
+    assert res.launches_after == 1
+    rep = verify_fused(res.original, res, orders=("forward",))
+    assert not rep.ok
+
+
+def test_a_loop_without_its_iteration_barrier_is_refused_by_the_executor():
+    """The executor runs a device loop only in the generated form: with the grid barrier
+    between iterations deleted, the fused run faults with the executor's reason instead of
+    running something else."""
+    res = fuse([PROGRAMS / "rnn_steps.cu"], Options(megakernel="grid"))
+    body = _kernel(res.device_ir, res.megakernels[0].name)
+    latch = re.search(r"\n(again[\w.]*):[^\n]*\n(  [^\n]*\n)*?  br label", body)
+    assert latch, body
+    cut = body.replace(latch.group(0), re.sub(r"  (?:tail )?call[^\n]*sirius_grid_sync[^\n]*\n", "",
+                                              latch.group(0)))
+    assert cut != body
+    res.device_ir = res.device_ir.replace(body, cut)
+    rep = verify_fused(res.original, res, orders=("forward",))
+    assert not rep.ok
+    assert "outside the form the executor runs" in rep.render()
+
+
+def test_with_counters_the_loop_stays_on_the_host():
+    """The counters variant keeps the host loop (one megakernel launch per iteration): its
+    flags count launches, and a device loop would need waits across iterations."""
+    res = fuse([PROGRAMS / "rnn_steps.cu"], Options(megakernel="counters"))
+    assert (res.launches_before, res.launches_after) == (200, 100)
+    assert all(m.kernel.spec.device_loop is None for m in res.megakernels)
+
+
+def test_a_loop_with_a_rotating_address_stays_on_the_host_with_its_reason():
+    """pingpong_steps.cu swaps two buffers on the host after each step: the arguments do not
+    step by a constant, so the loop stays, one megakernel per iteration, and the report says
+    why."""
+    res = fuse([PROGRAMS / "pingpong_steps.cu"], Options(megakernel="grid"))
+    assert (res.launches_before, res.launches_after) == (160, 80)
+    (mk,) = res.megakernels
+    assert mk.kernel.spec.device_loop is None
+    assert any("stays on the host" in r and "rotating" in r for r in mk.reasons)
+
+
+@pytest.mark.parametrize("variant", ["grid", "counters"])
+def test_short_loops_are_still_unrolled(variant):
+    """kernels/lstm_cell.cu (2 x 4 launches, at most --unroll) is unrolled as before: every
+    launch joins one megakernel with no device loop."""
+    res = fuse([ROOT / "kernels/lstm_cell.cu"], Options(megakernel=variant))
+    assert res.launches_after == 1
+    assert res.megakernels[0].kernel.spec.device_loop is None
