@@ -95,11 +95,12 @@ def launch_regions(host: HostProgram) -> list[int]:
 
 def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, KernelResources],
             *, seed: int, dtypes, regions: bool = True,
-            segment_work: dict[str, tuple[tuple[int, int] | None, ...]] | None = None
-            ) -> list[LaunchCounts]:
+            segment_work: dict[str, tuple[tuple[int, int] | None, ...]] | None = None,
+            iterations: dict[str, int] | None = None) -> list[LaunchCounts]:
     """Run `host` with device module `ir` and return the model's inputs per dynamic launch;
     `segment_work`: per megakernel (its IR name), the blocks and threads each segment gives
-    work to (`megakernel_segment_work`)."""
+    work to (`megakernel_segment_work`); `iterations`: per megakernel with a device loop, its
+    trips (`megakernel_iterations`)."""
     base = _run(host, _program(ir, files), kernels, seed, dtypes, count_flops=True)
     flops = [_by_precision(r.stats.flops) for r in base.launches]
     seg_flops = [[_by_precision(f) for f in r.stats.segment_flops] or
@@ -132,8 +133,14 @@ def measure(host: HostProgram, ir: str, files, kernels, resources: dict[str, Ker
                       s.segments, sfl,
                       segment_work.get(op.mangled, (None,) * len(s.segments)),
                       strict=True)),
-            op.prepare))
+            op.prepare, (iterations or {}).get(op.mangled, 1)))
     return out
+
+
+def megakernel_iterations(megakernels) -> dict[str, int]:
+    """Per megakernel with a device loop (FuseResult.megakernels), the loop's trips."""
+    return {rec.kernel.name: rec.kernel.spec.device_loop.trips for rec in megakernels
+            if rec.kernel is not None and rec.kernel.spec.device_loop is not None}
 
 
 def megakernel_segment_work(megakernels) -> dict[str, tuple[tuple[int, int] | None, ...]]:

@@ -130,6 +130,7 @@ class LaunchCounts:
     sync: str = ""                   # a megakernel: "grid" or "counters"
     segments: tuple[Segment, ...] = ()  # a megakernel: per segment, in order
     prepare: bool = False            # in the one-time prepare part (fusion/plan/prepare.py)
+    iterations: int = 1              # a megakernel with a device loop: its segments run so often
 
     @property
     def blocks(self) -> int:
@@ -445,13 +446,15 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
                              slow))
         each = a.grid_sync_us if c.sync == "grid" else a.wait_us
         n = len(c.segments)
-        notes.append(f"megakernel ({c.sync}): {n} segments, each bound by its own largest "
-                     f"term, one after another; {n - 1} x {each} us of "
+        syncs = n * c.iterations - 1  # a device loop: a grid barrier between iterations too
+        loop = f" in a device loop of {c.iterations} iterations" if c.iterations > 1 else ""
+        notes.append(f"megakernel ({c.sync}): {n} segments{loop}, each bound by its own "
+                     f"largest term, one after another; {syncs} x {each} us of "
                      f"{'grid barriers' if c.sync == 'grid' else 'dependence waits'} (an "
                      "assumption; overlap between independent segments is not counted)")
         dram, compute, issue = (sum(x[i] for x in per) for i in range(3))
         return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w,
-                        tuple(notes), dram_bytes, (n - 1) * each * 1e-6,
+                        tuple(notes), dram_bytes, syncs * each * 1e-6,
                         sum(max(x) for x in per))
     dram, compute, issue = terms(c.instructions, dram_bytes, c.flops, whole)
     return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes),

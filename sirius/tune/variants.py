@@ -266,7 +266,8 @@ def build(req: Request, measure: bool = True):
     res = generate(plan, [Path(f) for f in src.files], passes=passes_without(req.without))
     counts = C.measure(res.host, res.device_ir, src.files, o.kernels, res.resources,
                        seed=src.seed, dtypes=s.dtypes,
-                       segment_work=C.megakernel_segment_work(res.megakernels)
+                       segment_work=C.megakernel_segment_work(res.megakernels),
+                       iterations=C.megakernel_iterations(res.megakernels)
                        ) if measure else []
     fused = tuple({"name": r.name, "arrangement": r.arrangement, "region": r.region,
                    "members": [f"{n.sid} {n.launch.kernel}" for n in r.nodes]}

@@ -132,6 +132,11 @@ def test_a_megakernel_is_estimated_segment_by_segment_with_its_syncs():
                                         sync="grid", segments=(Segment(10, 10),) * 20), h)
     assert tiny.bound == "sync" and tiny.explain().startswith("sync-bound")
     assert any("megakernel (grid): 20 segments" in n for n in tiny.notes)
+    # a device loop of 100 iterations: a grid barrier between every two of the 200 segment
+    # runs (the executor's segment counts are summed over the iterations already)
+    looped = estimate(dataclasses.replace(base, iterations=100), h)
+    assert looped.sync == pytest.approx(199 * Assumptions().grid_sync_us * 1e-6)
+    assert any("device loop of 100 iterations" in n for n in looped.notes)
 
 
 def test_a_megakernel_segment_is_as_parallel_as_the_blocks_it_gives_work_to():
