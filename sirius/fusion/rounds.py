@@ -384,11 +384,10 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
 def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[FusedKernelSpec],
                   fm: FusedModule, bad: list, ir: str
                   ) -> tuple[FusedModule, dict[str, Launch], dict[str, list[str]]]:
-    """`grid` megakernels that are the whole body of a host loop take the loop inside
+    """Megakernels that are the whole body of a host loop take the loop inside
     (fusion/megakernel.py, `device_loop`): the module rebuilt with those specs, each such
     megakernel's one launch (which replaces its loop) by name, and report lines by name."""
-    loops = loop_bodies(res.analysed.ops, res.regions) \
-        if res.options.megakernel == "grid" else {}
+    loops = loop_bodies(res.analysed.ops, res.regions)
     got: dict[str, tuple] = {}
     notes: dict[str, list[str]] = {}
     for ri, chunks in chosen.items():

@@ -203,8 +203,9 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class DeviceLoop:
-    """A megakernel whose host loop moved inside it (`grid` variant): its segments run
-    `trips` times, a grid barrier between iterations; in iteration k the member parameter
+    """A megakernel whose host loop moved inside it: its segments (with their waits, in the
+    `counters` variant) run `trips` times, a grid barrier between iterations; in iteration k
+    the member parameter
     (member index, parameter index) of `strides` receives its launch argument plus k * stride
     (bytes past a pointer, added to an integer). Every other argument is the same in each
     iteration."""
@@ -258,8 +259,8 @@ class FusedKernelSpec:
             raise ValueError("a grid megakernel needs its grid (the blocks that can be "
                              "co-resident)")
         if self.device_loop is not None:
-            if self.arrangement != "grid" or self.waits is not None:
-                raise ValueError("a device loop is for the grid arrangement with grid barriers")
+            if self.arrangement != "grid":
+                raise ValueError("a device loop is for the grid arrangement")
             if self.device_loop.trips < 1 or any(
                     not 0 <= m < len(self.members) for m, _, _ in self.device_loop.strides):
                 raise ValueError(f"device loop {self.device_loop.to_json()}: trips >= 1, "

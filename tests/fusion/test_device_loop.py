@@ -85,12 +85,21 @@ def test_a_loop_without_its_iteration_barrier_is_refused_by_the_executor():
     assert "outside the form the executor runs" in rep.render()
 
 
-def test_with_counters_the_loop_stays_on_the_host():
-    """The counters variant keeps the host loop (one megakernel launch per iteration): its
-    flags count launches, and a device loop would need waits across iterations."""
+def test_with_counters_the_loop_runs_inside_too_with_its_waits_per_iteration():
+    """The counters variant: in each iteration a block of `step` waits only for the blocks of
+    `mix` it depends on (the wait table as without the loop), a grid barrier between
+    iterations; 200 -> 1, every value equal in three orders, the waits and barriers counted
+    per iteration."""
     res = fuse([PROGRAMS / "rnn_steps.cu"], Options(megakernel="counters"))
-    assert (res.launches_before, res.launches_after) == (200, 100)
-    assert all(m.kernel.spec.device_loop is None for m in res.megakernels)
+    assert (res.launches_before, res.launches_after) == (200, 1)
+    (mk,) = res.megakernels
+    assert mk.kernel.spec.device_loop.trips == 100 and mk.kernel.spec.waits
+    rep = verify_fused(res.original, res, orders=ORDERS)
+    assert rep.ok, rep.render()
+    blocks = 1024 // 128
+    # per iteration: a signal after each of the 2 segments and a wait before the second,
+    # one block barrier each, in every block; 99 grid barriers between the iterations
+    assert rep.counters()["fused"]["barriers"] == (3 * 100 + 99) * blocks
 
 
 def test_a_loop_with_a_rotating_address_stays_on_the_host_with_its_reason():

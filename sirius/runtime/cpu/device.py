@@ -288,15 +288,20 @@ class CpuDevice:
         before the next, which is what the grid barrier between them guarantees; one launch's
         counts, its grid barriers among its barriers (one per block and grid barrier)."""
         nblocks = grid[0] * grid[1] * grid[2]
-        if entry.waits is None:  # grid barriers (a device loop: its iterations in order)
-            # a device loop's segments take the iteration after the kernel's arguments
-            looped = bool(entry.segments) and len(
-                module.handle.host.kernels[entry.segments[0]].params) == len(args) + 1
-            parts = [self.launch(module, seg, grid, block, smem,
-                                 [*args, it] if looped else args, loc,
-                                 name=f"{shown} (segment {k}"
-                                      f"{f', iteration {it}' if looped else ''})")
-                     for it in range(entry.trips) for k, seg in enumerate(entry.segments)]
+        # a device loop's segments take the iteration after the kernel's arguments; its
+        # iterations run in order, a grid barrier between two
+        looped = bool(entry.segments) and len(
+            module.handle.host.kernels[entry.segments[0]].params) == len(args) + 1
+
+        def part(k: int, it: int, blocks=None) -> LaunchStats:
+            return self.launch(module, entry.segments[k], grid, block, smem,
+                               [*args, it] if looped else args, loc,
+                               name=f"{shown} (segment {k}"
+                                    f"{f', iteration {it}' if looped else ''})", blocks=blocks)
+
+        if entry.waits is None:  # grid barriers
+            parts = [part(k, it) for it in range(entry.trips)
+                     for k in range(len(entry.segments))]
             of = [k for _ in range(entry.trips) for k in range(len(entry.segments))]
             extra, checks = (len(parts) - 1) * nblocks, 0
         else:  # dependence counters: each block as far as its waits let it
@@ -304,17 +309,19 @@ class CpuDevice:
                 raise KernelFault(f"kernel {shown} waits for the blocks of a grid of "
                                   f"{entry.waits_grid}, but is launched with grid "
                                   f"{tuple(grid)}", loc)
-            try:
-                plan = counters.schedule(list(entry.waits), nblocks, self.order_code,
-                                         self.order_seed * 1_000_003 + self._launches)
-            except counters.Deadlock as e:
-                raise KernelFault(f"kernel {shown}: {e}", loc) from None
-            parts = [self.launch(module, entry.segments[k], grid, block, smem, args, loc,
-                                 name=f"{shown} (segment {k})", blocks=bs)
-                     for k, bs in plan.launches]
-            of = [k for k, _ in plan.launches]
-            # a block barrier in each signal (every segment) and wait (every segment but one)
-            extra, checks = (2 * len(entry.segments) - 1) * nblocks, plan.flag_checks
+            parts, of, checks = [], [], 0
+            for it in range(entry.trips):
+                try:
+                    plan = counters.schedule(list(entry.waits), nblocks, self.order_code,
+                                             self.order_seed * 1_000_003 + self._launches)
+                except counters.Deadlock as e:
+                    raise KernelFault(f"kernel {shown}: {e}", loc) from None
+                parts += [part(k, it, bs) for k, bs in plan.launches]
+                of += [k for k, _ in plan.launches]
+                checks += plan.flag_checks
+            # a block barrier in each signal (every segment) and wait (every segment but one),
+            # in every iteration, and a grid barrier between two iterations
+            extra = ((2 * len(entry.segments) - 1) * entry.trips + entry.trips - 1) * nblocks
         counts = [sum(getattr(p, f) for p in parts) for f in (
             "instructions", "global_load_bytes", "global_store_bytes", "shared_load_bytes",
             "shared_store_bytes", "barriers")]

@@ -134,21 +134,58 @@ _CMP = {"eq": lambda x, c: x == c, "ne": lambda x, c: x != c, "ult": lambda x, c
 _MAX_TRIPS = 1 << 20
 
 
+def _callee(ins) -> str | None:
+    return ins.callee.name if ins.opcode == "call" and ins.callee is not None else None
+
+
+def _passes_iteration(args: list[str], it: str | None) -> bool:
+    """A segment call's arguments: in a device loop the iteration (or poison, where the
+    segment does not use it) last and nowhere else; otherwise no iteration at all."""
+    if it is None:
+        return True
+    return bool(args) and arg_value(args[-1])[0] == "i32" and arg_value(args[-1])[1] in (
+        it, "poison", "undef") and all(arg_value(a)[1] != it for a in args[:-1])
+
+
 def _loop_segments(fn: Function, defined: set[str]) -> Segments | str:
-    """A device loop (fusion/codegen/grid.py, `_device_loop`) as LLVM leaves it: an entry
-    block that only branches to the loop; the loop block with one phi (the iteration, 0 from
-    the entry), the segment calls with grid barriers between them, each passing the iteration
-    (or poison, where the segment does not use it) last, and the exit test; a latch block
-    with one grid barrier that branches back; an exit block that returns. The increment by 1
-    may sit in either loop block (or be folded to the constant 1, two iterations), the test
-    may compare the iteration or its successor with the trip count in any unsigned or
-    equality predicate. Anything else is refused."""
+    """A device loop of segment calls with grid barriers between them (fusion/codegen/grid.py,
+    `_device_loop`; the shape: `_loop_shape`). Anything else is refused."""
     def bad(what: str) -> str:
         return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
                 f"(a device loop of segment calls and grid barriers): {what[:100]}")
 
-    def callee(ins) -> str | None:
-        return ins.callee.name if ins.opcode == "call" and ins.callee is not None else None
+    shape = _loop_shape(fn)
+    if isinstance(shape, str):
+        return bad(shape)
+    body, trips, it = shape
+    calls: list[tuple[str, list[str]]] = []
+    for j, ins in enumerate(body):
+        name = _callee(ins)
+        if j % 2 == 1 and name == GRID_SYNC:
+            continue
+        if j % 2 == 0 and name in defined and name != fn.name and name not in MK_HELPERS:
+            args = call_args(ins.text, name)[0]
+            if _passes_iteration(args, it):
+                calls.append((name, args))
+                continue
+        return bad(ins.text.strip())
+    if not body or len(body) % 2 == 0:
+        return bad("a grid barrier after the last segment of an iteration")
+    return Segments(calls, trips=trips, iteration=it)
+
+
+def _loop_shape(fn: Function) -> tuple[list, int, str] | str:
+    """A device loop as LLVM leaves it: an entry block that only branches to the loop; the
+    loop block with one phi (the iteration, 0 from the entry), the iteration's body and the
+    exit test; a latch block with one grid barrier that branches back; an exit block that
+    returns. The increment by 1 may sit in either loop block (or be folded to the constant
+    1, two iterations), the test may compare the iteration or its successor with the trip
+    count in any unsigned or equality predicate. Returns the body's instructions, the trip
+    count and the iteration's name, or what does not fit (a phrase)."""
+    def bad(what: str) -> str:
+        return what
+
+    callee = _callee
 
     if len(fn.blocks) != 4:
         return bad(f"{len(fn.blocks)} basic blocks")
@@ -209,22 +246,7 @@ def _loop_segments(fn: Function, defined: set[str]) -> Segments | str:
         k, trips = k + 1, trips + 1
         if trips > _MAX_TRIPS:
             return bad(f"more than {_MAX_TRIPS} iterations: {cmp.text.strip()}")
-    body = [i for i in head.instrs[1:-2] if not inc.fullmatch(i.text.strip())]
-    calls: list[tuple[str, list[str]]] = []
-    for j, ins in enumerate(body):
-        name = callee(ins)
-        if j % 2 == 1 and name == GRID_SYNC:
-            continue
-        if j % 2 == 0 and name in defined and name != fn.name and name not in MK_HELPERS:
-            args = call_args(ins.text, name)[0]
-            if args and arg_value(args[-1])[0] == "i32" and arg_value(args[-1])[1] in (
-                    it, "poison", "undef") and all(arg_value(a)[1] != it for a in args[:-1]):
-                calls.append((name, args))
-                continue
-        return bad(ins.text.strip())
-    if not body or len(body) % 2 == 0:
-        return bad("a grid barrier after the last segment of an iteration")
-    return Segments(calls, trips=trips, iteration=it)
+    return [i for i in head.instrs[1:-2] if not inc.fullmatch(i.text.strip())], trips, it
 
 
 def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | str:
@@ -232,9 +254,14 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
         return (f"has dependence counters ({MK_WAIT}) outside the form the executor runs "
                 f"(wait, segment call and signal per segment): {what[:100]}")
 
-    if len(fn.blocks) != 1:
-        return bad("more than one basic block")
-    ins = [i for i in fn.blocks[0].instrs if i.opcode != "ret"]
+    trips, it = 1, None
+    if len(fn.blocks) == 1:
+        ins = [i for i in fn.blocks[0].instrs if i.opcode != "ret"]
+    else:  # a device loop: the waits, calls and signals of one iteration in its body
+        shape = _loop_shape(fn)
+        if isinstance(shape, str):
+            return bad(shape)
+        ins, trips, it = shape
     calls: list[tuple[str, list[str]]] = []
     waits: list[tuple[tuple[int, int, int, int, int], ...]] = []
     grids: set[int | None] = set()
@@ -254,7 +281,8 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
             entries = tuple(tuple(table[5 * i:5 * i + 5]) for i in range(first, first + count))
             state = "after"
         elif callee in defined and callee not in MK_HELPERS and callee != fn.name \
-                and state in ("first", "after"):
+                and state in ("first", "after") and _passes_iteration(
+                    call_args(x.text, callee)[0], it):
             waits.append(entries)
             calls.append((callee, call_args(x.text, callee)[0]))
             state, entries = "signal", ()
@@ -273,7 +301,7 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
             if not (0 <= blo <= bhi < g and 0 <= plo <= phi < g and 0 <= j < len(calls)):
                 return bad(f"wait entry {[blo, bhi, j, plo, phi]} outside {len(calls)} "
                            f"segments of {g} blocks")
-    return Segments(calls, waits, g)
+    return Segments(calls, waits, g, trips, it)
 
 
 def _int(a: str) -> int | None:
