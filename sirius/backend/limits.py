@@ -70,6 +70,40 @@ def coresident_blocks(arch: str) -> int:
     return SMS[arch]
 
 
+# the per-SM schedulers (warp scheduler partitions), each with a quarter of the register file
+SCHEDULERS_PER_SM = 4
+
+
+def blocks_per_sm(res: KernelResources, threads: int, arch: str, dynamic_smem: int = 0) -> int:
+    """How many blocks of `threads` threads of the kernel ptxas reported as `res` (registers,
+    static shared memory; plus `dynamic_smem` bytes) are resident on one SM of `arch` (the
+    CUDA occupancy rules: threads, blocks, registers per warp rounded to the allocation unit
+    out of each scheduler's quarter of the register file, shared memory with the 1 KiB the
+    runtime reserves per block from sm_80 on). 0 when one block does not fit."""
+    lim = limits_for(arch)
+    warps = max(1, -(-threads // lim.warp_size))
+    fits = [lim.max_threads_per_sm // (warps * lim.warp_size), lim.max_blocks_per_sm]
+    if res.registers:
+        per_warp = -(-res.registers * lim.warp_size // lim.register_alloc_unit) \
+            * lim.register_alloc_unit
+        part = lim.registers_per_sm // SCHEDULERS_PER_SM
+        fits.append(part // per_warp * SCHEDULERS_PER_SM // warps)
+    smem = res.smem + dynamic_smem
+    if smem:
+        reserved = KIB if int(arch.removeprefix("sm_").rstrip("a")) >= 80 else 0
+        fits.append(lim.smem_per_sm // (smem + reserved)
+                    if smem <= lim.max_smem_per_block_optin else 0)
+    return max(0, min(fits))
+
+
+def coresident_grid(res: KernelResources, threads: int, arch: str,
+                    dynamic_smem: int = 0) -> tuple[int, int]:
+    """(blocks per SM, the grid) a cooperative megakernel may launch on every GPU of `arch`:
+    the blocks one SM holds times the SMs of the smallest such GPU (`SMS`)."""
+    per = blocks_per_sm(res, threads, arch, dynamic_smem)
+    return per, per * coresident_blocks(arch)
+
+
 class ResourceLimitError(SiriusError):
     """A kernel spills or needs more of a resource than the architecture has."""
 

@@ -53,8 +53,13 @@ def megakernel_reasons(k: FusedKernel, phase_launches: Sequence[Launch], arch: s
     segs = k.spec.segments()
     reasons = [f"segment {j}: {', '.join(phase_launches[i].kernel for i in seg)}"
                for j, seg in enumerate(segs)]
-    grid_why = f"one per SM of the smallest {arch} GPU, co-resident" \
-        if k.grid[0] == sms else "as many as its largest member needs"
+    threads = prod(k.block)
+    need = max((m.blocks_needed(threads) or 1) for m in k.spec.members)
+    per = k.grid[0] // sms
+    grid_why = "as many as its largest member needs" if k.grid[0] >= need else \
+        f"one per SM of the smallest {arch} GPU, co-resident" if k.grid[0] == sms else \
+        (f"{per} per SM on the {sms} SMs of the smallest {arch} GPU, co-resident as ptxas's "
+         "registers and shared memory allow")
     sync = f"{len(segs) - 1} grid barrier(s)" if k.spec.waits is None else \
         f"{len(k.spec.waits)} dependence wait(s) instead of grid barriers"
     reasons.append(f"{sync}; grid {k.grid[0]} blocks ({grid_why}"

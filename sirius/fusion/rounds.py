@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.backend import compile_ir, violations
-from sirius.backend.limits import coresident_blocks
+from sirius.backend.limits import coresident_blocks, coresident_grid
 from sirius.fusion.codegen.emit import build
 from sirius.fusion.megakernel import (
     device_loop,
@@ -50,6 +50,11 @@ class _State:
     disabled_clusters: set[ClusterKey] = field(default_factory=set)
     disabled_groups: set[GroupKey] = field(default_factory=set)
     disabled_megakernels: set[int] = field(default_factory=set)  # region indices
+    # the grid a region's megakernels may have (region index -> blocks): the co-resident
+    # blocks ptxas's registers and shared memory allow (one per SM until measured); a region
+    # in mk_grid_fixed is sized for good (its grown kernel no longer fitted)
+    mk_grid: dict[int, int] = field(default_factory=dict)
+    mk_grid_fixed: set[int] = field(default_factory=set)
     # a horizontal kernel's launch per member (its first, for a repeated member), by name
     member_launches: dict[str, list[Launch]] = field(default_factory=dict)
 
@@ -86,6 +91,9 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
             if v:
                 bad.append((rec, "; ".join(dict.fromkeys(v))))
         if not bad:
+            if attempt < 4 and _size_megakernel_grids(res, state, built.megakernels, report):
+                progress("megakernel grids sized to the co-resident blocks ptxas allows")
+                continue
             break
         for name, why in dict((rec.name, why) for rec, why in bad).items():
             users = [n.label() for rec in built.records + built.megakernels if rec.name == name
@@ -101,6 +109,38 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
     res.host = host
     res.postopt = steps
     res.seconds["codegen"] = time.perf_counter() - t
+
+
+def _size_megakernel_grids(res: FuseResult, state: _State, megakernels, report) -> bool:
+    """Grow each megakernel's grid from one block per SM to the blocks ptxas's registers and
+    shared memory let every SM hold (`limits.coresident_grid`), where a member needs more
+    blocks than it has; shrink one whose regenerated code no longer fits. True when a
+    region's grid changed (the kernels are generated again: the block-stride loops and the
+    counters' waits depend on the grid)."""
+    arch = res.options.arch
+    sms = coresident_blocks(arch)
+    caps: dict[int, int] = {}
+    for rec in megakernels:
+        k, ri = rec.kernel, rec.region
+        r = report.kernels.get(rec.name)
+        if k is None or r is None or ri in state.mk_grid_fixed:
+            continue
+        threads = _threads(k)
+        clones = [c for n, c in report.kernels.items() if n.startswith(rec.name + CLONE)]
+        per = min(coresident_grid(c, threads, arch, k.smem)[0] for c in (r, *clones))
+        cap = max(1, per) * sms
+        need = max((m.blocks_needed(threads) or 1) for m in k.spec.members)
+        if k.grid[0] > cap:  # grown, and the new code holds fewer blocks per SM
+            state.mk_grid_fixed.add(ri)
+        elif ri in state.mk_grid or need <= k.grid[0] or cap <= k.grid[0]:
+            continue
+        caps[ri] = min(caps.get(ri, cap), cap)
+    changed = False
+    for ri, cap in caps.items():
+        if state.mk_grid.get(ri) != cap:
+            state.mk_grid[ri] = cap
+            changed = True
+    return changed
 
 
 def _postopt(res: FuseResult, text: str, host: HostProgram, progress: Progress
@@ -348,7 +388,8 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                 continue
             spec, members = megakernel_spec(
                 f"sirius_g{len(specs)}", region, chunk, fused, by_launch,
-                state.member_launches, sms, res.options.megakernel, res.uar,
+                state.member_launches, state.mk_grid.get(ri, sms), res.options.megakernel,
+                res.uar,
                 lambda x: _types(x, infos, fused))
             specs.append(spec)
             chunks.append((members, spec.name))
