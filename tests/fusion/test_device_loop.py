@@ -9,8 +9,6 @@ from __future__ import annotations
 import dataclasses
 import re
 
-import pytest
-
 from sirius.fusion import rounds
 from sirius.fusion.plan.planner import Options
 from sirius.pipeline import fuse
@@ -111,12 +109,3 @@ def test_a_loop_with_a_rotating_address_stays_on_the_host_with_its_reason():
     (mk,) = res.megakernels
     assert mk.kernel.spec.device_loop is None
     assert any("stays on the host" in r and "rotating" in r for r in mk.reasons)
-
-
-@pytest.mark.parametrize("variant", ["grid", "counters"])
-def test_short_loops_are_still_unrolled(variant):
-    """kernels/lstm_cell.cu (2 x 4 launches, at most --unroll) is unrolled as before: every
-    launch joins one megakernel with no device loop."""
-    res = fuse([ROOT / "kernels/lstm_cell.cu"], Options(megakernel=variant))
-    assert res.launches_after == 1
-    assert res.megakernels[0].kernel.spec.device_loop is None

@@ -249,11 +249,12 @@ def test_cli_reports_the_counters_megakernel(tmp_path):
 def test_a_host_loop_nest_moves_into_the_megakernel(variant, check):
     """kernels/lstm_cell.cu launches one cell per (layer, step), 2 x 4, each depending on the
     cells before it: with a megakernel the nest's stages are all unrolled (their launch order
-    kept), so every launch joins one kernel."""
+    kept), so every launch joins one kernel (at most --unroll launches: no device loop)."""
     res = fuse([ROOT / "kernels/lstm_cell.cu"], Options(megakernel=variant))
     assert (res.launches_before, res.launches_after) == (8, 1)
     (mk,) = res.megakernels
     assert len(mk.kernel.spec.segments()) == 5  # the wavefront's stages: 1, 2, 2, 2, 1 cells
+    assert mk.kernel.spec.device_loop is None  # unrolled: no loop left to run on the device
     if check:
         rep = verify_fused(res.original, res, orders=("forward", "reverse", "random:3"))
         assert rep.ok, rep.render()

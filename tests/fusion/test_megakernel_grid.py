@@ -35,7 +35,7 @@ def test_blocks_per_sm_follow_the_occupancy_rules(arch, threads, registers, smem
     assert (per, grid) == (expect, expect * SMS[arch])
 
 
-@pytest.mark.parametrize("variant", ["grid", "counters"])
+@pytest.mark.parametrize("variant", ["grid", pytest.param("counters", marks=pytest.mark.slow)])
 def test_a_megakernel_grows_to_the_co_resident_blocks(variant):
     """kernels/tvm/resnext_block.cu: its members need more blocks than the A100's 108 SMs, and
     ptxas's registers and shared memory let 3 blocks sit on each SM, so the megakernel's grid
