@@ -15,8 +15,16 @@ from sirius.analysis.host.model import BufferArg, DevRef, Launch, Loop, Op, Scal
 from sirius.analysis.uar.build import UAR
 from sirius.fusion.members import param_maps
 from sirius.fusion.plan.planner import Node, Region
-from sirius.fusion.spec import BLOCK, GLOBAL, DeviceLoop, FusedKernel, FusedKernelSpec, Member
-from sirius.fusion.waits import counter_waits
+from sirius.fusion.spec import (
+    BLOCK,
+    GLOBAL,
+    DeviceLoop,
+    FusedKernel,
+    FusedKernelSpec,
+    Member,
+    Wait,
+)
+from sirius.fusion.waits import counter_waits, loop_waits
 
 # The most launches of the original program one megakernel runs: its segments inline every
 # member's code into one kernel, and LLVM's optimization of a kernel of thousands of inlined
@@ -75,10 +83,12 @@ def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | st
                     fused: dict[str, FusedKernel], by_launch: dict[int, Node],
                     member_launches: dict[str, list[Launch]], sms: int, variant: str,
                     uar: UAR, types: Callable[[Launch], object]
-                    ) -> tuple[FusedKernelSpec, list[Launch]]:
+                    ) -> tuple[FusedKernelSpec, list[Launch], tuple[Wait, ...]]:
     """The megakernel of `seq`, a region's launches in order as (group, part, launch) (the
     parts of one group are independent): a new segment starts at another group or at a
-    part already in the segment. Returns the spec and the launch of each member."""
+    part already in the segment. Returns the spec, the launch of each member, and for
+    `counters` the waits across iterations should a device loop take the kernel (`loop_waits`:
+    they join the spec's waits then)."""
     ms, cuts, seen_tags, group, covers, placed = [], [], set(), None, [], []
 
     def nodes_of(gi: int, tag: int | str, k: FusedKernel) -> list:
@@ -147,15 +157,16 @@ def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | st
         ms.append((m, launch, types(launch)))
     needs = [m.blocks_needed(threads) or 1 for m, _, _ in ms]
     grid = min(max(needs), sms)
-    waits = None
+    waits, across = None, ()
     if variant == "counters":
         bounds = [0, *cuts, len(ms)]
-        waits = counter_waits([range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)],
-                              covers, needs, grid, uar, placed)
+        segs = [range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)]
+        waits = counter_waits(segs, covers, needs, grid, uar, placed)
+        across = loop_waits(segs, covers, needs, grid, uar)
     spec = FusedKernelSpec(name, "grid", tuple(param_maps(ms)), block=(threads, 1, 1),
                            grid=(grid, 1, 1),
                            grid_sync_before=tuple(cuts), waits=waits)
-    return spec, [launch for _, launch, _ in ms]
+    return spec, [launch for _, launch, _ in ms], across
 
 
 def _placed_fused(k: FusedKernel, nodes, spread: tuple[int, int] | None) -> tuple | None:

@@ -374,6 +374,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     its launches, GLOBAL ones included, is ordered as the kernel boundary ordered it."""
     specs: list[FusedKernelSpec] = []
     chosen: dict[int, tuple[list[Launch], str]] = {}
+    across: dict[str, tuple] = {}  # counters: the waits across a device loop's iterations
     by_launch = {id(n.launch): n for r in res.regions for n in r.nodes}
     sms = coresident_blocks(res.options.arch)
     for ri, region in enumerate(res.regions):
@@ -386,10 +387,10 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             if len(chunk) < 2:
                 chunks.append(([x for _, _, x in chunk], None))
                 continue
-            spec, members = megakernel_spec(
-                f"sirius_g{len(specs)}", region, chunk, fused, by_launch,
-                state.member_launches, state.mk_grid.get(ri, sms), res.options.megakernel,
-                res.uar,
+            name = f"sirius_g{len(specs)}"
+            spec, members, across[name] = megakernel_spec(
+                name, region, chunk, fused, by_launch, state.member_launches,
+                state.mk_grid.get(ri, sms), res.options.megakernel, res.uar,
                 lambda x: _types(x, infos, fused))
             specs.append(spec)
             chunks.append((members, spec.name))
@@ -403,7 +404,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     records: list[FusedLaunchRecord] = []
     if fm is None:
         return None, launches, records, frozenset()
-    fm, looped, loop_notes = _device_loops(res, state, chosen, specs, fm, bad, ir)
+    fm, looped, loop_notes = _device_loops(res, state, chosen, specs, fm, bad, ir, across)
     for ri, chunks in chosen.items():
         if ri in state.disabled_megakernels:
             continue
@@ -423,7 +424,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
 
 
 def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[FusedKernelSpec],
-                  fm: FusedModule, bad: list, ir: str
+                  fm: FusedModule, bad: list, ir: str, across: dict[str, tuple]
                   ) -> tuple[FusedModule, dict[str, Launch], dict[str, list[str]]]:
     """Megakernels that are the whole body of a host loop take the loop inside
     (fusion/megakernel.py, `device_loop`): the module rebuilt with those specs, each such
@@ -446,12 +447,17 @@ def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[Fuse
             notes[name] = [f"{head} stays on the host: {dl}"]
         else:
             got[name] = dl
-            notes[name] = [f"{head} runs inside it: {dl[0].trips} iterations, a grid barrier "
-                           "between two, one launch in place of the loop"]
+            how = "a grid barrier between two" if res.options.megakernel == "grid" else \
+                (f"{len(across.get(name, ()))} wait(s) on the iteration before in place of a "
+                 "grid barrier between two")
+            notes[name] = [f"{head} runs inside it: {dl[0].trips} iterations, {how}, one "
+                           "launch in place of the loop"]
     if not got:
         return fm, {}, notes
-    fm2, bad2 = _build_specs([replace(s, device_loop=got[s.name][0]) if s.name in got else s
-                              for s in specs], ir)
+    fm2, bad2 = _build_specs([replace(s, device_loop=got[s.name][0],
+                                      waits=None if s.waits is None else
+                                      s.waits + tuple(across.get(s.name, ())))
+                              if s.name in got else s for s in specs], ir)
     if fm2 is None or {s.name for s, _ in bad2} != {s.name for s, _ in bad}:
         why = "; ".join(w for s, w in bad2 if s.name in got) or "it did not build"
         for name in got:

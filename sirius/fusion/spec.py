@@ -186,19 +186,22 @@ MK_FLAGS, MK_WAITS = "_mkflags", "_mkwaits"
 class Wait:
     """A `counters` megakernel's wait: in segment `segment`, the blocks `blocks` (physical
     block ids, inclusive) wait, before they start it, until the blocks `producers` (inclusive)
-    have finished segment `after` of this launch."""
+    have finished segment `after` of this launch; with `lag` 1 (a device loop), segment
+    `after` of the iteration before this one (and so of every earlier one)."""
     segment: int
     blocks: tuple[int, int]
     after: int
     producers: tuple[int, int]
+    lag: int = 0
 
     def to_json(self) -> list[int]:
-        return [self.segment, *self.blocks, self.after, *self.producers]
+        return [self.segment, *self.blocks, self.after, *self.producers,
+                *([self.lag] if self.lag else [])]
 
     @staticmethod
     def from_json(d: list[int]) -> Wait:
-        k, blo, bhi, j, plo, phi = (int(x) for x in d)
-        return Wait(k, (blo, bhi), j, (plo, phi))
+        k, blo, bhi, j, plo, phi, *lag = (int(x) for x in d)
+        return Wait(k, (blo, bhi), j, (plo, phi), lag[0] if lag else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,12 +272,16 @@ class FusedKernelSpec:
             if self.arrangement != "grid":
                 raise ValueError("waits are for the grid arrangement")
             nseg, g = len(self.segments()), self.grid[0] if self.grid else 0
-            for w in self.waits:  # deadlock freedom: only earlier segments, real blocks
-                if not (0 <= w.after < w.segment < nseg and 0 <= w.blocks[0] <= w.blocks[1] < g
+            for w in self.waits:  # deadlock freedom: only earlier work, real blocks
+                earlier = 0 <= w.after < w.segment < nseg if w.lag == 0 else \
+                    w.lag == 1 and self.device_loop is not None and \
+                    0 <= w.after < nseg and 0 <= w.segment < nseg
+                if not (earlier and 0 <= w.blocks[0] <= w.blocks[1] < g
                         and 0 <= w.producers[0] <= w.producers[1] < g):
                     raise ValueError(f"wait {w.to_json()}: a block of segment k waits only "
                                      f"for blocks 0..{g - 1} of an earlier segment "
-                                     f"(0 <= after < segment < {nseg})")
+                                     f"(0 <= after < segment < {nseg}), or, in a device loop "
+                                     "(lag 1), of any segment of the iteration before")
 
     def segments(self) -> list[list[int]]:
         """grid: the member indices of each segment, in order."""

@@ -47,6 +47,31 @@ Spread = tuple[Dim3, int, int]
 Placed = tuple[str, int, Dim3, Spread | None]
 
 
+def loop_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
+               needs: Sequence[int], grid: int, uar: UAR) -> tuple[Wait, ...]:
+    """The waits across the iterations of a device loop (lag 1): before its segment in
+    iteration i, every block that does work of member c waits for every block that did work
+    of member a in iteration i - 1, for each pair of members (a = c included) with a UAR
+    dependence between their statements, in either direction. Waiting for iteration i - 1
+    covers every earlier one (a block finishes a segment's iterations in order, and the flags
+    count them). Conservative: no per-block relation across iterations yet."""
+    seg_of = {i: k for k, seg in enumerate(segments) for i in seg}
+    owner = {sid: i for i, sids in enumerate(covers) for sid in sids}
+    pairs: set[tuple[int, int]] = set()
+    for u, v in uar.graph.edges():
+        a, c = owner.get(u), owner.get(v)
+        if a is not None and c is not None:
+            pairs |= {(a, c), (c, a)}
+    span = [min(n, grid) for n in needs]
+    want: dict[tuple[int, int], tuple[int, int]] = {}  # (segment, producer segment) -> blocks
+    for a, c in pairs:
+        key = (seg_of[c], seg_of[a])
+        old = want.get(key, (0, -1))
+        want[key] = (max(old[0], span[c]), max(old[1], span[a] - 1))
+    return tuple(Wait(k, (0, nc - 1), j, (0, hi), lag=1)
+                 for (k, j), (nc, hi) in sorted(want.items()) if nc > 0 and hi >= 0)
+
+
 def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
                   needs: Sequence[int], grid: int, uar: UAR,
                   placed: Sequence[tuple[Placed, ...] | None] = ()) -> tuple[Wait, ...]:

@@ -446,20 +446,18 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
                              slow))
         each = a.grid_sync_us if c.sync == "grid" else a.wait_us
         n = len(c.segments)
-        # a device loop: its segments' syncs in every iteration, a grid barrier between two
-        syncs = (n - 1) * c.iterations
-        between = (c.iterations - 1) * a.grid_sync_us
+        # a device loop: a sync between every two segment runs, across iterations too (a
+        # grid barrier, or the waits on the iteration before)
+        syncs = n * c.iterations - 1
         loop = f" in a device loop of {c.iterations} iterations" if c.iterations > 1 else ""
         notes.append(f"megakernel ({c.sync}): {n} segments{loop}, each bound by its own "
                      f"largest term, one after another; {syncs} x {each} us of "
                      f"{'grid barriers' if c.sync == 'grid' else 'dependence waits'}"
-                     + (f" and {c.iterations - 1} x {a.grid_sync_us} us of grid barriers "
-                        "between iterations" if c.iterations > 1 else "")
-                     + " (an assumption; overlap between independent segments is not "
+                     " (an assumption; overlap between independent segments is not "
                      "counted)")
         dram, compute, issue = (sum(x[i] for x in per) for i in range(3))
         return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w,
-                        tuple(notes), dram_bytes, (syncs * each + between) * 1e-6,
+                        tuple(notes), dram_bytes, syncs * each * 1e-6,
                         sum(max(x) for x in per))
     dram, compute, issue = terms(c.instructions, dram_bytes, c.flops, whole)
     return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes),

@@ -83,21 +83,38 @@ def test_a_loop_without_its_iteration_barrier_is_refused_by_the_executor():
     assert "outside the form the executor runs" in rep.render()
 
 
-def test_with_counters_the_loop_runs_inside_too_with_its_waits_per_iteration():
+def test_with_counters_the_loop_runs_inside_with_waits_on_the_iteration_before():
     """The counters variant: in each iteration a block of `step` waits only for the blocks of
-    `mix` it depends on (the wait table as without the loop), a grid barrier between
-    iterations; 200 -> 1, every value equal in three orders, the waits and barriers counted
-    per iteration."""
+    `mix` it depends on (the wait table as without the loop), and instead of a grid barrier
+    between iterations each block waits for the blocks of the iteration before whose work
+    its own depends on (lag-1 waits); 200 -> 1, every value equal in three orders (the
+    executor lets blocks run into later iterations as far as their waits allow)."""
     res = fuse([PROGRAMS / "rnn_steps.cu"], Options(megakernel="counters"))
     assert (res.launches_before, res.launches_after) == (200, 1)
     (mk,) = res.megakernels
-    assert mk.kernel.spec.device_loop.trips == 100 and mk.kernel.spec.waits
+    spec = mk.kernel.spec
+    assert spec.device_loop.trips == 100
+    assert {w.lag for w in spec.waits} == {0, 1}
+    assert "grid_sync" not in _kernel(res.device_ir, mk.name)  # the waits order iterations
     rep = verify_fused(res.original, res, orders=ORDERS)
     assert rep.ok, rep.render()
     blocks = 1024 // 128
-    # per iteration: a signal after each of the 2 segments and a wait before the second,
-    # one block barrier each, in every block; 99 grid barriers between the iterations
-    assert rep.counters()["fused"]["barriers"] == (3 * 100 + 99) * blocks
+    # per iteration and block: a signal after each of the 2 segments and a wait before each
+    # (the first one's on the iteration before), one block barrier each
+    assert rep.counters()["fused"]["barriers"] == 4 * 100 * blocks
+
+
+def test_a_missing_wait_on_the_iteration_before_is_caught(monkeypatch):
+    """Without the lag-1 waits (and with no grid barrier between iterations), a block starts
+    iteration i + 1 while others still work on iteration i: verify reports the mismatch."""
+    from sirius.fusion import megakernel
+
+    monkeypatch.setattr(megakernel, "loop_waits", lambda *a, **k: ())
+    res = fuse([PROGRAMS / "rnn_steps.cu"], Options(megakernel="counters"), use_cache=False)
+    assert res.launches_after == 1
+    assert all(w.lag == 0 for w in res.megakernels[0].kernel.spec.waits)
+    rep = verify_fused(res.original, res, orders=("forward", "reverse"))
+    assert not rep.ok
 
 
 def test_a_loop_with_a_rotating_address_stays_on_the_host_with_its_reason():

@@ -67,7 +67,7 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
         if k and spec.waits is None:
             _grid_sync(asm)
             body.append(f"  call void @{GRID_SYNC}()")
-        elif k:
+        elif k or (spec.waits is not None and k in first):  # (k = 0: waits across a loop)
             lo, n = first[k]
             body.append(f"  call void @{MK_WAIT}(ptr addrspace(1) {flags}, ptr addrspace(1) "
                         f"{table}, i32 {lo}, i32 {n}, i32 {grid[0]}, i32 {last})")
@@ -77,8 +77,8 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
                         f"i32 {grid[0]}, i32 {last})")
         _write_segment(asm, spec, fn, [members[i] for i in seg], block, grid, ptext,
                            target, fparam)
-    if loop is not None:
-        body = _device_loop(asm, loop.trips, body)
+    if loop is not None:  # counters: the waits order the iterations, no grid barrier
+        body = _device_loop(asm, loop.trips, body, between=spec.waits is None)
         # LLVM would rewrite the loop by its trip count (two iterations became a phi of
         # booleans) into forms the executor does not run; the body is calls only, so
         # nothing is lost by not optimizing it (the segments are optimized on their own)
@@ -89,13 +89,16 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
          "  ret void", "}"]))
 
 
-def _device_loop(asm, trips: int, body: list[str]) -> list[str]:
+def _device_loop(asm, trips: int, body: list[str], between: bool = True) -> list[str]:
     """The kernel body of a megakernel whose host loop runs on the device: the segments of
-    `body` (which pass the iteration `%sirius.it`) `trips` times, a grid barrier between
-    iterations (every dependence between two iterations, of any width, is ordered by it, as
-    the kernel boundary between two launches ordered it). LLVM must not unroll the loop:
-    the executor runs this form (runtime/cpu/entries.py), and unrolling gains nothing here."""
-    _grid_sync(asm)
+    `body` (which pass the iteration `%sirius.it`) `trips` times, with `between` a grid
+    barrier between iterations (every dependence between two iterations, of any width, is
+    ordered by it, as the kernel boundary between two launches ordered it; without it, the
+    counters variant's waits on the iteration before order them). LLVM must not unroll the
+    loop: the executor runs this form (runtime/cpu/entries.py), and unrolling gains nothing
+    here."""
+    if between:
+        _grid_sync(asm)
     it, nxt = f"%{ITERATION}", f"%{ITERATION}.next"
     md = asm.md_node("")
     no_unroll = asm.md_node('!{!"llvm.loop.unroll.disable"}')
@@ -106,8 +109,8 @@ def _device_loop(asm, trips: int, body: list[str]) -> list[str]:
             f"  %{ITERATION}.more = icmp ult i32 {nxt}, {trips}",
             f"  br i1 %{ITERATION}.more, label %again, label %done",
             # the loop's metadata sits on the latch's branch (LLVM's Loop::getLoopID)
-            "again:", f"  call void @{GRID_SYNC}()", f"  br label %iter, !llvm.loop !{md}",
-            "done:"]
+            "again:", *([f"  call void @{GRID_SYNC}()"] if between else []),
+            f"  br label %iter, !llvm.loop !{md}", "done:"]
 
 def _write_segment(asm, spec: FusedKernelSpec, fn: str, seg: list, block: Dim3, grid: Dim3,
                    ptext: list[str], target: str,
@@ -209,7 +212,8 @@ def _counter_tables(asm, spec: FusedKernelSpec, nseg: int
     i32 per wait: first and last waiting block, the producer segment, its first and last
     block, the waits of a segment together); with each segment's (first entry, count)."""
     g = spec.grid[0]
-    waits = sorted(spec.waits, key=lambda w: (w.segment, w.blocks, w.after, w.producers))
+    waits = sorted(spec.waits, key=lambda w: (w.segment, w.blocks, w.lag, w.after,
+                                              w.producers))
     first: dict[int, tuple[int, int]] = {}
     for i, w in enumerate(waits):
         lo, n = first.get(w.segment, (i, 0))
@@ -220,7 +224,8 @@ def _counter_tables(asm, spec: FusedKernelSpec, nseg: int
     table = irtext.global_ref(spec.name + MK_WAITS)
     asm.appended.append(f"{flags} = dso_local addrspace(1) global [{nseg * g} x i32] "
                         "zeroinitializer, align 4")
-    ints = [x for w in waits for x in (*w.blocks, w.after, *w.producers)] or [0]
+    # a wait on the iteration before (lag 1) names its segment + nseg
+    ints = [x for w in waits for x in (*w.blocks, w.after + w.lag * nseg, *w.producers)] or [0]
     asm.appended.append(f"{table} = dso_local addrspace(1) constant [{len(ints)} x i32] "
                         f"[{', '.join(f'i32 {x}' for x in ints)}], align 4")
     _counter_helpers(asm)
@@ -277,13 +282,18 @@ def _counter_helpers(asm) -> None:
         "  %ge = icmp uge i32 %b, %blo", "  %le = icmp ule i32 %b, %bhi",
         "  %mine = and i1 %ge, %le",
         "  br i1 %mine, label %producers, label %next", "producers:",
-        "  %row = mul i32 %j, %g", "  br label %outer", "outer:",
+        # a producer segment past the last: the same segment of the iteration before, whose
+        # flag must hold e (it finished e iterations), not e + 1
+        "  %nseg = add i32 %lastseg, 1", "  %lagged = icmp uge i32 %j, %nseg",
+        "  %jback = sub i32 %j, %nseg", "  %jj = select i1 %lagged, i32 %jback, i32 %j",
+        "  %target = select i1 %lagged, i32 %e, i32 %want",
+        "  %row = mul i32 %jj, %g", "  br label %outer", "outer:",
         "  %p = phi i32 [ %plo, %producers ], [ %p1, %ready ]",
         "  %at = add i32 %row, %p",
         f"  %fp = getelementptr inbounds i32, {g1} %flags, i32 %at",
         "  br label %spin", "spin:",
         f'  %cur = load atomic volatile i32, {g1} %fp syncscope("device") acquire, align 4',
-        "  %diff = sub i32 %cur, %want", "  %early = icmp slt i32 %diff, 0",
+        "  %diff = sub i32 %cur, %target", "  %early = icmp slt i32 %diff, 0",
         "  br i1 %early, label %spin, label %ready", "ready:",
         "  %p1 = add i32 %p, 1", "  %last = icmp ugt i32 %p1, %phi",
         "  br i1 %last, label %next, label %outer", "next:",

@@ -309,19 +309,27 @@ class CpuDevice:
                 raise KernelFault(f"kernel {shown} waits for the blocks of a grid of "
                                   f"{entry.waits_grid}, but is launched with grid "
                                   f"{tuple(grid)}", loc)
-            parts, of, checks = [], [], 0
-            for it in range(entry.trips):
-                try:
-                    plan = counters.schedule(list(entry.waits), nblocks, self.order_code,
-                                             self.order_seed * 1_000_003 + self._launches)
-                except counters.Deadlock as e:
-                    raise KernelFault(f"kernel {shown}: {e}", loc) from None
-                parts += [part(k, it, bs) for k, bs in plan.launches]
-                of += [k for k, _ in plan.launches]
-                checks += plan.flag_checks
-            # a block barrier in each signal (every segment) and wait (every segment but one),
-            # in every iteration, and a grid barrier between two iterations
-            extra = ((2 * len(entry.segments) - 1) * entry.trips + entry.trips - 1) * nblocks
+            # a device loop's iterations as one sequence of segments (iteration i's segment
+            # k is i * K + k), its waits on the iteration before (segment j + K) pointing
+            # there: blocks run ahead into later iterations as far as their waits allow
+            nseg = len(entry.segments)
+            waits = [tuple((blo, bhi, it * nseg + j if j < nseg else (it - 1) * nseg + j - nseg,
+                            plo, phi) for blo, bhi, j, plo, phi in entry.waits[k]
+                           if j < nseg or it > 0)
+                     for it in range(entry.trips) for k in range(nseg)]
+            try:
+                plan = counters.schedule(waits, nblocks, self.order_code,
+                                         self.order_seed * 1_000_003 + self._launches)
+            except counters.Deadlock as e:
+                raise KernelFault(f"kernel {shown}: {e}" + (
+                    f" (segment s is segment s mod {nseg} of iteration s div {nseg})"
+                    if entry.trips > 1 else ""), loc) from None
+            parts = [part(s % nseg, s // nseg, bs) for s, bs in plan.launches]
+            of = [s % nseg for s, _ in plan.launches]
+            checks = plan.flag_checks
+            # a block barrier in each signal (every segment) and wait (every segment but the
+            # first, unless it waits for the iteration before), in every iteration
+            extra = (2 * nseg - 1 + entry.first_wait) * entry.trips * nblocks
         counts = [sum(getattr(p, f) for p in parts) for f in (
             "instructions", "global_load_bytes", "global_store_bytes", "shared_load_bytes",
             "shared_store_bytes", "barriers")]

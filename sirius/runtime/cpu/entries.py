@@ -92,6 +92,9 @@ class Segments:
     # argument
     trips: int = 1
     iteration: str | None = None
+    # counters in a device loop: a wait before the first segment too (on the iteration
+    # before: its entries name segment j + the segment count)
+    first_wait: bool = False
 
 
 def segments_of(fn: Function, defined: set[str], module_text: str = ""
@@ -154,7 +157,7 @@ def _loop_segments(fn: Function, defined: set[str]) -> Segments | str:
         return (f"has a grid barrier ({GRID_SYNC}) outside the form the executor runs "
                 f"(a device loop of segment calls and grid barriers): {what[:100]}")
 
-    shape = _loop_shape(fn)
+    shape = _loop_shape(fn, barrier=True)
     if isinstance(shape, str):
         return bad(shape)
     body, trips, it = shape
@@ -174,13 +177,14 @@ def _loop_segments(fn: Function, defined: set[str]) -> Segments | str:
     return Segments(calls, trips=trips, iteration=it)
 
 
-def _loop_shape(fn: Function) -> tuple[list, int, str] | str:
+def _loop_shape(fn: Function, barrier: bool) -> tuple[list, int, str] | str:
     """A device loop as LLVM leaves it: an entry block that only branches to the loop; the
     loop block with one phi (the iteration, 0 from the entry), the iteration's body and the
-    exit test; a latch block with one grid barrier that branches back; an exit block that
-    returns. The increment by 1 may sit in either loop block (or be folded to the constant
-    1, two iterations), the test may compare the iteration or its successor with the trip
-    count in any unsigned or equality predicate. Returns the body's instructions, the trip
+    exit test; a latch block that branches back, with one grid barrier (`barrier`) or no
+    call at all (counters: the waits order the iterations); an exit block that returns. The
+    increment by 1 may sit in either loop block (or be folded to the constant 1, two
+    iterations), the test may compare the iteration or its successor with the trip count in
+    any unsigned or equality predicate. Returns the body's instructions, the trip
     count and the iteration's name, or what does not fit (a phrase)."""
     def bad(what: str) -> str:
         return what
@@ -218,9 +222,10 @@ def _loop_shape(fn: Function) -> tuple[list, int, str] | str:
     names = [f"%{x.group(1)}" for x in incs if x]
     nxt = names[0] if len(names) == 1 else None
     if len(names) > 1 or sum(1 for i in latch.instrs[:-1] if not inc.fullmatch(
-            i.text.strip())) != 1 or [callee(i) for i in latch.instrs if i.opcode == "call"] \
-            != [GRID_SYNC]:
-        return bad("the latch holds more than a grid barrier and the increment")
+            i.text.strip())) != int(barrier) or [callee(i) for i in latch.instrs
+                                                 if i.opcode == "call"] != [GRID_SYNC] * barrier:
+        return bad("the latch holds more than " + ("a grid barrier and " if barrier else "")
+                   + "the increment")
     # the iteration after `k`: the increment, or a constant LLVM folded it to
     if back == nxt:
         def after(k: int) -> int:
@@ -258,7 +263,7 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
     if len(fn.blocks) == 1:
         ins = [i for i in fn.blocks[0].instrs if i.opcode != "ret"]
     else:  # a device loop: the waits, calls and signals of one iteration in its body
-        shape = _loop_shape(fn)
+        shape = _loop_shape(fn, barrier=False)
         if isinstance(shape, str):
             return bad(shape)
         ins, trips, it = shape
@@ -267,11 +272,14 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
     grids: set[int | None] = set()
     lasts: set[int | None] = set()
     # what comes next: "first" segment call, "signal", "wait", a segment call "after" a wait
-    state, entries = "first", ()
+    state, entries, first_wait = "first", (), False
     for x in ins:
         callee = x.callee.name if x.opcode == "call" and x.callee is not None else None
         args = [a.split()[-1] for a in call_args(x.text, callee)[0]] if callee else []
-        if callee == MK_WAIT and state == "wait" and len(args) == 6:
+        # in a device loop the first segment may wait too (for the iteration before)
+        if callee == MK_WAIT and (state == "wait" or state == "first" and it is not None) \
+                and len(args) == 6:
+            first_wait = first_wait or state == "first"
             table = _int_table(text, args[1])
             first, count, g = (_int(a) for a in args[2:5])
             if table is None or None in (first, count, g) or first + count > len(table) // 5:
@@ -296,12 +304,13 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
     if state != "wait" or len(grids) != 1 or None in grids or lasts != {len(calls) - 1}:
         return bad("an unfinished segment, or waits for different grids or segment counts")
     (g,) = grids
+    segs = len(calls) * (2 if it is not None else 1)  # j >= the count: the iteration before
     for entries in waits:
         for blo, bhi, j, plo, phi in entries:
-            if not (0 <= blo <= bhi < g and 0 <= plo <= phi < g and 0 <= j < len(calls)):
+            if not (0 <= blo <= bhi < g and 0 <= plo <= phi < g and 0 <= j < segs):
                 return bad(f"wait entry {[blo, bhi, j, plo, phi]} outside {len(calls)} "
                            f"segments of {g} blocks")
-    return Segments(calls, waits, g, trips, it)
+    return Segments(calls, waits, g, trips, it, first_wait)
 
 
 def _int(a: str) -> int | None:

@@ -76,6 +76,8 @@ class KernelEntry:
     # a device loop: the segments run this many times (each entry takes the iteration as
     # one more i32 argument after the kernel's)
     trips: int = 1
+    # counters in a device loop: the first segment waits too (for the iteration before)
+    first_wait: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,7 +344,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
                                            segments=segs,
                                            waits=None if mk.waits is None else
                                            tuple(mk.waits), waits_grid=mk.grid,
-                                           trips=mk.trips)
+                                           trips=mk.trips, first_wait=mk.first_wait)
             wrappers.append(thread_wrapper(k, header, fn))
             continue
         seg = next(seg_names) if fn.calling_conv != "ptx_kernel" else None
