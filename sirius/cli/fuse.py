@@ -279,9 +279,11 @@ def fusion_args(sp: argparse.ArgumentParser) -> None:
                     help="grid: each run of launches (after fusion) becomes one cooperative "
                          "kernel, a grid-wide barrier where a launch depends on an earlier one "
                          "(GLOBAL dependences included), each launch over its own blocks in a "
-                         "block-stride loop, the grid one block per SM; counters: the same "
-                         "kernel, but a block waits only for the blocks of the earlier launches "
-                         "its launch depends on, on per-block flags (default: off)")
+                         "block-stride loop, the grid the blocks that are co-resident (ptxas's "
+                         "registers and shared memory); counters: the same kernel, but a block "
+                         "waits only for the blocks of the earlier launches its launch depends "
+                         "on, on per-block flags; with either, a host loop longer than --unroll "
+                         "whose body is one megakernel runs inside it (default: off)")
     sp.add_argument("--smem", choices=["concat", "overlay"], default="concat",
                     help="shared memory of a vertical kernel's members: concat gives each "
                          "its own (default); overlay lays them over each other, with a block "

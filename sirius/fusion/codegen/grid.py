@@ -241,8 +241,9 @@ def _counter_helpers(asm) -> None:
     the entries [first, first + count) of the table and, for each that names this block,
     spins until flag[j][p] >= e + 1 for every producer block p (acquire loads, then a fence); a
     block barrier releases the other threads. An entry naming segment j + nseg (a device
-    loop's wait on the iteration before) waits for flag[j][p] >= e instead. Every wait is on an earlier segment (checked by
-    FusedKernelSpec), and a block runs its segments in order, so with every block co-resident
+    loop's wait on the iteration before) waits for flag[j][p] >= e instead. Every wait is on
+    an earlier segment or iteration (checked by FusedKernelSpec), and a block runs its
+    segments in order, so with every block co-resident
     the earliest unfinished segment of any block can always proceed: no deadlock. Nothing
     stays live in the kernel across the calls but its parameters."""
     if MK_WAIT in asm.decls:
