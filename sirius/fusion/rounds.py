@@ -91,7 +91,11 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
             if v:
                 bad.append((rec, "; ".join(dict.fromkeys(v))))
         if not bad:
-            if attempt < 4 and _size_megakernel_grids(res, state, built.megakernels, report):
+            # grown in the early rounds only; shrunk whenever a grown kernel no longer fits
+            # (one more round then; the for-else below refuses rather than keep a grid
+            # that is not co-resident)
+            if _size_megakernel_grids(res, state, built.megakernels, report,
+                                      grow=attempt < 3):
                 progress("megakernel grids sized to the co-resident blocks ptxas allows")
                 continue
             break
@@ -100,8 +104,9 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
                      for n in rec.nodes]
             res.undone.append(f"{name} ({', '.join(users)}): {why}")
             _disable_named(res, name, state)
-    else:  # pragma: no cover - each round undoes at least one kernel
-        raise CodegenError("fused kernels kept breaking resource limits")
+    else:  # pragma: no cover - each round undoes at least one kernel or sizes a grid
+        raise CodegenError("fused kernels kept breaking resource limits, or a megakernel's "
+                           "grid kept changing its registers")
     res.device_ir = text
     res.ptx = ptx.text
     res.resources = dict(report.kernels)
@@ -111,10 +116,11 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
     res.seconds["codegen"] = time.perf_counter() - t
 
 
-def _size_megakernel_grids(res: FuseResult, state: _State, megakernels, report) -> bool:
-    """Grow each megakernel's grid from one block per SM to the blocks ptxas's registers and
-    shared memory let every SM hold (`limits.coresident_grid`), where a member needs more
-    blocks than it has; shrink one whose regenerated code no longer fits. True when a
+def _size_megakernel_grids(res: FuseResult, state: _State, megakernels, report,
+                           grow: bool = True) -> bool:
+    """Grow (`grow`) each megakernel's grid from one block per SM to the blocks ptxas's
+    registers and shared memory let every SM hold (`limits.coresident_grid`), where a member
+    needs more blocks than it has; shrink one whose regenerated code no longer fits. True when a
     region's grid changed (the kernels are generated again: the block-stride loops and the
     counters' waits depend on the grid)."""
     arch = res.options.arch
@@ -132,7 +138,7 @@ def _size_megakernel_grids(res: FuseResult, state: _State, megakernels, report) 
         need = max((m.blocks_needed(threads) or 1) for m in k.spec.members)
         if k.grid[0] > cap:  # grown, and the new code holds fewer blocks per SM
             state.mk_grid_fixed.add(ri)
-        elif ri in state.mk_grid or need <= k.grid[0] or cap <= k.grid[0]:
+        elif not grow or ri in state.mk_grid or need <= k.grid[0] or cap <= k.grid[0]:
             continue
         caps[ri] = min(caps.get(ri, cap), cap)
     changed = False
