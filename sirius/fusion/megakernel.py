@@ -83,12 +83,14 @@ def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | st
                     fused: dict[str, FusedKernel], by_launch: dict[int, Node],
                     member_launches: dict[str, list[Launch]], sms: int, variant: str,
                     uar: UAR, types: Callable[[Launch], object]
-                    ) -> tuple[FusedKernelSpec, list[Launch], tuple[Wait, ...]]:
+                    ) -> tuple[FusedKernelSpec, list[Launch],
+                               Callable[[str], tuple[Wait, ...]]]:
     """The megakernel of `seq`, a region's launches in order as (group, part, launch) (the
     parts of one group are independent): a new segment starts at another group or at a
     part already in the segment. Returns the spec, the launch of each member, and for
-    `counters` the waits across iterations should a device loop take the kernel (`loop_waits`:
-    they join the spec's waits then)."""
+    `counters` the waits across iterations should a device loop over a host variable take
+    the kernel (a function of that variable, `loop_waits`: they join the spec's waits then;
+    computed only then, as isl work per member pair)."""
     ms, cuts, seen_tags, group, covers, placed = [], [], set(), None, [], []
 
     def nodes_of(gi: int, tag: int | str, k: FusedKernel) -> list:
@@ -157,12 +159,15 @@ def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | st
         ms.append((m, launch, types(launch)))
     needs = [m.blocks_needed(threads) or 1 for m, _, _ in ms]
     grid = min(max(needs), sms)
-    waits, across = None, ()
+    waits = None
+    bounds = [0, *cuts, len(ms)]
+    segs = [range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)]
     if variant == "counters":
-        bounds = [0, *cuts, len(ms)]
-        segs = [range(x, y) for x, y in zip(bounds, bounds[1:], strict=False)]
         waits = counter_waits(segs, covers, needs, grid, uar, placed)
-        across = loop_waits(segs, covers, needs, grid, uar)
+
+    def across(var: str) -> tuple[Wait, ...]:
+        return loop_waits(segs, covers, needs, grid, uar, placed, var) \
+            if variant == "counters" else ()
     spec = FusedKernelSpec(name, "grid", tuple(param_maps(ms)), block=(threads, 1, 1),
                            grid=(grid, 1, 1),
                            grid_sync_before=tuple(cuts), waits=waits)

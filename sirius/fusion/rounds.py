@@ -380,7 +380,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     its launches, GLOBAL ones included, is ordered as the kernel boundary ordered it."""
     specs: list[FusedKernelSpec] = []
     chosen: dict[int, tuple[list[Launch], str]] = {}
-    across: dict[str, tuple] = {}  # counters: the waits across a device loop's iterations
+    across: dict[str, Callable] = {}  # counters: the waits across a device loop's iterations
     by_launch = {id(n.launch): n for r in res.regions for n in r.nodes}
     sms = coresident_blocks(res.options.arch)
     for ri, region in enumerate(res.regions):
@@ -430,7 +430,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
 
 
 def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[FusedKernelSpec],
-                  fm: FusedModule, bad: list, ir: str, across: dict[str, tuple]
+                  fm: FusedModule, bad: list, ir: str, across: dict[str, Callable]
                   ) -> tuple[FusedModule, dict[str, Launch], dict[str, list[str]]]:
     """Megakernels that are the whole body of a host loop take the loop inside
     (fusion/megakernel.py, `device_loop`): the module rebuilt with those specs, each such
@@ -452,24 +452,25 @@ def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[Fuse
         if isinstance(dl, str):
             notes[name] = [f"{head} stays on the host: {dl}"]
         else:
-            got[name] = dl
+            lagged = across[name](lp.var)
+            got[name] = (*dl, lagged)
             how = "a grid barrier between two" if res.options.megakernel == "grid" else \
-                (f"{len(across.get(name, ()))} wait(s) on the iteration before in place of a "
-                 "grid barrier between two")
+                (f"{len(lagged)} wait(s) on the iteration before in place of a grid barrier "
+                 "between two")
             notes[name] = [f"{head} runs inside it: {dl[0].trips} iterations, {how}, one "
                            "launch in place of the loop"]
     if not got:
         return fm, {}, notes
     fm2, bad2 = _build_specs([replace(s, device_loop=got[s.name][0],
                                       waits=None if s.waits is None else
-                                      s.waits + tuple(across.get(s.name, ())))
+                                      s.waits + got[s.name][2])
                               if s.name in got else s for s in specs], ir)
     if fm2 is None or {s.name for s, _ in bad2} != {s.name for s, _ in bad}:
         why = "; ".join(w for s, w in bad2 if s.name in got) or "it did not build"
         for name in got:
             notes[name] = [f"its host loop stays on the host: the device loop failed ({why})"]
         return fm, {}, notes
-    return fm2, {name: launch for name, (_, launch) in got.items()}, notes
+    return fm2, {name: launch for name, (_, launch, _) in got.items()}, notes
 
 
 def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches: list,

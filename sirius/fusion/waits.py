@@ -48,28 +48,51 @@ Placed = tuple[str, int, Dim3, Spread | None]
 
 
 def loop_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
-               needs: Sequence[int], grid: int, uar: UAR) -> tuple[Wait, ...]:
-    """The waits across the iterations of a device loop (lag 1): before its segment in
-    iteration i, every block that does work of member c waits for every block that did work
-    of member a in iteration i - 1, for each pair of members (a = c included) with a UAR
-    dependence between their statements, in either direction. Waiting for iteration i - 1
-    covers every earlier one (a block finishes a segment's iterations in order, and the flags
-    count them). Conservative: no per-block relation across iterations yet."""
+               needs: Sequence[int], grid: int, uar: UAR,
+               placed: Sequence[tuple[Placed, ...] | None] = (),
+               var: str | None = None) -> tuple[Wait, ...]:
+    """The waits across the iterations of a device loop over host variable `var` (lag 1):
+    before its segment in iteration i, a block that does work of member c waits until the
+    blocks that did work of member a in an earlier iteration, on what its own work touches,
+    have finished iteration i - 1 of a's segment; for every pair of members (a = c
+    included). Waiting for iteration i - 1 covers every earlier one (a block finishes a
+    segment's iterations in order, and the flags count them). Which blocks: the isl relation
+    between the two members' effects with the consumer's `var` greater than the producer's
+    (the other host variables equal), as `counter_waits` does within an iteration; every
+    block of a when a placement is unknown, `var` is None or isl cannot say."""
     seg_of = {i: k for k, seg in enumerate(segments) for i in seg}
-    owner = {sid: i for i, sids in enumerate(covers) for sid in sids}
-    pairs: set[tuple[int, int]] = set()
-    for u, v in uar.graph.edges():
-        a, c = owner.get(u), owner.get(v)
-        if a is not None and c is not None:
-            pairs |= {(a, c), (c, a)}
     span = [min(n, grid) for n in needs]
-    want: dict[tuple[int, int], tuple[int, int]] = {}  # (segment, producer segment) -> blocks
-    for a, c in pairs:
-        key = (seg_of[c], seg_of[a])
-        old = want.get(key, (0, -1))
-        want[key] = (max(old[0], span[c]), max(old[1], span[a] - 1))
-    return tuple(Wait(k, (0, nc - 1), j, (0, hi), lag=1)
-                 for (k, j), (nc, hi) in sorted(want.items()) if nc > 0 and hi >= 0)
+    want: dict[tuple[int, int, int], Interval] = {}
+    for a in range(len(covers)):
+        for c in range(len(covers)):
+            pairs = {(u, v) for u in covers[a] for v in covers[c]}
+            per_block = None if var is None else _member_waits(
+                uar, pairs, placed[a] if len(placed) > a else None,
+                placed[c] if len(placed) > c else None, grid, span[c], var)
+            if per_block is None and not _conflict(uar, pairs):
+                continue
+            for b in range(span[c]):
+                got = (0, span[a] - 1) if per_block is None else per_block[b]
+                if got is None or span[a] == 0:
+                    continue
+                key = (seg_of[c], b, seg_of[a])
+                old = want.get(key)
+                want[key] = got if old is None else (min(old[0], got[0]), max(old[1], got[1]))
+    out: list[Wait] = []
+    for (k, b, j), iv in sorted(want.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
+        last = out[-1] if out else None
+        if last is not None and (last.segment, last.after, last.producers) == (k, j, iv) \
+                and last.blocks[1] == b - 1:
+            out[-1] = Wait(k, (last.blocks[0], b), j, iv, lag=1)
+        else:
+            out.append(Wait(k, (b, b), j, iv, lag=1))
+    return tuple(out)
+
+
+def _conflict(uar: UAR, pairs: set[tuple[str, str]]) -> bool:
+    """Whether some pair of statements touches one buffer, at least one of them writing."""
+    return any(es.buffer == ed.buffer and WRITE in (es.mode, ed.mode)
+               for u, v in pairs for es in uar.effects[u] for ed in uar.effects[v])
 
 
 def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
@@ -140,9 +163,11 @@ def _uncovered(want: dict[tuple[int, int, int], Interval], waits: Sequence[Wait]
 
 def _member_waits(uar: UAR, pairs: set[tuple[str, str]], prod: tuple[Placed, ...] | None,
                   cons: tuple[Placed, ...] | None, grid: int,
-                  span: int) -> list[Interval | None] | None:
+                  span: int, later: str | None = None) -> list[Interval | None] | None:
     """Per consumer physical block, the producer blocks the dependent statement pairs need
-    (their intervals joined), or None when a placement is unknown or isl cannot say."""
+    (their intervals joined), or None when a placement is unknown or isl cannot say; with
+    `later`, the consumer's instances in a later iteration of that host variable's loop than
+    the producer's (else the same host iteration)."""
     if prod is None or cons is None:
         return None
     where_p = {sid: (off, g, sp) for sid, off, g, sp in prod}
@@ -151,7 +176,7 @@ def _member_waits(uar: UAR, pairs: set[tuple[str, str]], prod: tuple[Placed, ...
     for u, v in sorted(pairs):
         if u not in where_p or v not in where_c:
             return None
-        got = _block_waits(uar, u, v, where_p[u], where_c[v], grid, span)
+        got = _block_waits(uar, u, v, where_p[u], where_c[v], grid, span, later)
         if got is None:
             return None
         out = [x if y is None else y if x is None else (min(x[0], y[0]), max(x[1], y[1]))
@@ -172,11 +197,12 @@ def _virtual_block(off: int, g: Dim3, spread: Spread | None, primed: str) -> str
 
 def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3, Spread | None],
                  cplace: tuple[int, Dim3, Spread | None], grid: int,
-                 span: int) -> list[Interval | None] | None:
+                 span: int, later: str | None = None) -> list[Interval | None] | None:
     """For each physical block 0..span-1 of the consumer statement: the interval of the
-    producer's physical blocks it must wait for (None: none), or None when isl cannot say."""
+    producer's physical blocks it must wait for (None: none), or None when isl cannot say.
+    `later`: the consumer's instance in a later iteration of that host loop variable."""
     sp, sc = uar.statement(prod), uar.statement(cons)
-    if sp.vars != sc.vars:
+    if sp.vars != sc.vars or (later is not None and later not in sp.vars):
         return None
     threads = pplace[2] is not None or cplace[2] is not None  # the thread ids matter too
     dims = THREAD_DIMS if threads else THREAD_DIMS[:3]
@@ -190,7 +216,8 @@ def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3, Spread
                 rel = prime_out(es.relation.apply_range(ed.relation.reverse()))
                 s = islutil.flat(rel)
                 if sp.vars:
-                    same = " and ".join(f"{v}' = {v}" for v in sp.vars)
+                    same = " and ".join(f"{v}' > {v}" if v == later else f"{v}' = {v}"
+                                        for v in sp.vars)
                     names = islutil.set_names(s)
                     s = s.intersect(type(s)(f"{{ [{', '.join(names)}] : {same} }}"))
                 s = islutil.project_onto(s, [*dims, *(f"{d}'" for d in dims)])
