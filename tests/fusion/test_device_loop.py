@@ -86,15 +86,19 @@ def test_a_loop_without_its_iteration_barrier_is_refused_by_the_executor():
 def test_with_counters_the_loop_runs_inside_with_waits_on_the_iteration_before():
     """The counters variant: in each iteration a block of `step` waits only for the blocks of
     `mix` it depends on (the wait table as without the loop), and instead of a grid barrier
-    between iterations each block waits for the blocks of the iteration before whose work
-    its own depends on (lag-1 waits); 200 -> 1, every value equal in three orders (the
-    executor lets blocks run into later iterations as far as their waits allow)."""
+    between iterations each block waits for the blocks of earlier iterations whose work its
+    own depends on (lag-1 waits, from the isl relation across iterations); 200 -> 1, every
+    value equal in three orders (the executor lets blocks run into later iterations as far
+    as their waits allow)."""
     res = fuse([PROGRAMS / "rnn_steps.cu"], Options(megakernel="counters"))
     assert (res.launches_before, res.launches_after) == (200, 1)
     (mk,) = res.megakernels
     spec = mk.kernel.spec
     assert spec.device_loop.trips == 100
     assert {w.lag for w in spec.waits} == {0, 1}
+    # across iterations too, a block waits only for the blocks whose work its own touches (a
+    # block of `mix` reads h from its own block of `step` and the next), not for all 8
+    assert any(w.lag and w.producers[1] - w.producers[0] + 1 < 8 for w in spec.waits)
     assert "grid_sync" not in _kernel(res.device_ir, mk.name)  # the waits order iterations
     rep = verify_fused(res.original, res, orders=ORDERS)
     assert rep.ok, rep.render()
