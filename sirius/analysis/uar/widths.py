@@ -61,7 +61,10 @@ def _constraint_set(flat: isl.Set, constraint: str) -> isl.Set:
 
 
 def _within(flat: isl.Set, constraint: str) -> bool:
-    return flat.subtract(_constraint_set(flat, constraint)).is_empty()
+    """Whether every point of `flat` satisfies `constraint`. (isl's `is_subset`, exact; the
+    former `flat.subtract(...).is_empty()` gives the same answer but built the difference
+    first: 68 s against milliseconds on a random program's relation with a mod, seed 94022.)"""
+    return flat.is_subset(_constraint_set(flat, constraint))
 
 
 def _one_to_one(flat: isl.Set, fixed: list[str], a: list[str], b: list[str]) -> bool:
