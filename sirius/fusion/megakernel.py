@@ -61,10 +61,8 @@ def megakernel_reasons(k: FusedKernel, phase_launches: Sequence[Launch], arch: s
     segs = k.spec.segments()
     reasons = [f"segment {j}: {', '.join(phase_launches[i].kernel for i in seg)}"
                for j, seg in enumerate(segs)]
-    threads = prod(k.block)
-    need = max((m.blocks_needed(threads) or 1) for m in k.spec.members)
     per = k.grid[0] // sms
-    grid_why = "as many as its largest member needs" if k.grid[0] >= need else \
+    grid_why = "as many as its largest member needs" if k.grid[0] >= most_blocks(k) else \
         f"one per SM of the smallest {arch} GPU, co-resident" if k.grid[0] == sms else \
         (f"{per} per SM on the {sms} SMs of the smallest {arch} GPU, co-resident as ptxas's "
          "registers and shared memory allow")
@@ -77,6 +75,12 @@ def megakernel_reasons(k: FusedKernel, phase_launches: Sequence[Launch], arch: s
                        f"megakernel runs at most {MEGAKERNEL_LAUNCHES} launches of the "
                        "original program")
     return reasons
+
+
+def most_blocks(k: FusedKernel) -> int:
+    """The most blocks (of the megakernel's block size) one member of megakernel `k` needs."""
+    threads = prod(k.block)
+    return max((m.blocks_needed(threads) or 1) for m in k.spec.members)
 
 
 def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | str, Launch]],

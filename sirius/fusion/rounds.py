@@ -23,6 +23,7 @@ from sirius.fusion.megakernel import (
     megakernel_chunks,
     megakernel_reasons,
     megakernel_spec,
+    most_blocks,
 )
 from sirius.fusion.members import overlay_shared, param_maps, repeat_runs
 from sirius.fusion.plan.planner import Region
@@ -131,11 +132,10 @@ def _size_megakernel_grids(res: FuseResult, state: _State, megakernels, report,
         r = report.kernels.get(rec.name)
         if k is None or r is None or ri in state.mk_grid_fixed:
             continue
-        threads = _threads(k)
         clones = [c for n, c in report.kernels.items() if n.startswith(rec.name + CLONE)]
-        per = min(coresident_grid(c, threads, arch, k.smem)[0] for c in (r, *clones))
-        cap = max(1, per) * sms
-        need = max((m.blocks_needed(threads) or 1) for m in k.spec.members)
+        _, cap = min(coresident_grid(c, _threads(k), arch, k.smem) for c in (r, *clones))
+        cap = max(cap, sms)  # not even one block per SM: `violations` undoes that kernel
+        need = most_blocks(k)
         if k.grid[0] > cap:  # grown, and the new code holds fewer blocks per SM
             state.mk_grid_fixed.add(ri)
         elif not grow or ri in state.mk_grid or need <= k.grid[0] or cap <= k.grid[0]:

@@ -49,8 +49,7 @@ Placed = tuple[str, int, Dim3, Spread | None]
 
 def loop_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
                needs: Sequence[int], grid: int, uar: UAR,
-               placed: Sequence[tuple[Placed, ...] | None] = (),
-               var: str | None = None) -> tuple[Wait, ...]:
+               placed: Sequence[tuple[Placed, ...] | None], var: str) -> tuple[Wait, ...]:
     """The waits across the iterations of a device loop over host variable `var` (lag 1):
     before its segment in iteration i, a block that does work of member c waits until the
     blocks that did work of member a in an earlier iteration, on what its own work touches,
@@ -59,40 +58,53 @@ def loop_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str
     segment's iterations in order, and the flags count them). Which blocks: the isl relation
     between the two members' effects with the consumer's `var` greater than the producer's
     (the other host variables equal), as `counter_waits` does within an iteration; every
-    block of a when a placement is unknown, `var` is None or isl cannot say."""
+    block of a when a placement is unknown or isl cannot say."""
     seg_of = {i: k for k, seg in enumerate(segments) for i in seg}
     span = [min(n, grid) for n in needs]
     want: dict[tuple[int, int, int], Interval] = {}
     for a in range(len(covers)):
         for c in range(len(covers)):
             pairs = {(u, v) for u in covers[a] for v in covers[c]}
-            per_block = None if var is None else _member_waits(
-                uar, pairs, placed[a] if len(placed) > a else None,
-                placed[c] if len(placed) > c else None, grid, span[c], var)
-            if per_block is None and not _conflict(uar, pairs):
+            per_block = _member_waits(uar, pairs, placed[a] if len(placed) > a else None,
+                                      placed[c] if len(placed) > c else None, grid, span[c],
+                                      var)
+            if per_block is None and not any(_conflicting(es, ed) for u, v in pairs
+                                             for es in uar.effects[u]
+                                             for ed in uar.effects[v]):
                 continue
-            for b in range(span[c]):
-                got = (0, span[a] - 1) if per_block is None else per_block[b]
-                if got is None or span[a] == 0:
-                    continue
-                key = (seg_of[c], b, seg_of[a])
-                old = want.get(key)
-                want[key] = got if old is None else (min(old[0], got[0]), max(old[1], got[1]))
+            _want(want, seg_of[c], seg_of[a], span[a], span[c], per_block)
+    return _compressed(want, lag=1)
+
+
+def _conflicting(es, ed) -> bool:
+    """Two effects that touch one buffer, at least one of them writing."""
+    return es.buffer == ed.buffer and WRITE in (es.mode, ed.mode)
+
+
+def _want(want: dict[tuple[int, int, int], Interval], k: int, j: int, producers: int,
+          consumers: int, per_block: list[Interval | None] | None) -> None:
+    """Add to `want` ((segment, block, producer segment) -> producer blocks) what each of the
+    `consumers` blocks of segment k needs of segment j: `per_block`, or every one of the
+    `producers` blocks when that is None."""
+    for b in range(consumers):
+        got = (0, producers - 1) if per_block is None else per_block[b]
+        if got is None:
+            continue
+        old = want.get((k, b, j))
+        want[(k, b, j)] = got if old is None else (min(old[0], got[0]), max(old[1], got[1]))
+
+
+def _compressed(want: dict[tuple[int, int, int], Interval], lag: int = 0) -> tuple[Wait, ...]:
+    """`want` as waits, consecutive blocks with the same producers in one."""
     out: list[Wait] = []
     for (k, b, j), iv in sorted(want.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
         last = out[-1] if out else None
         if last is not None and (last.segment, last.after, last.producers) == (k, j, iv) \
                 and last.blocks[1] == b - 1:
-            out[-1] = Wait(k, (last.blocks[0], b), j, iv, lag=1)
+            out[-1] = Wait(k, (last.blocks[0], b), j, iv, lag)
         else:
-            out.append(Wait(k, (b, b), j, iv, lag=1))
+            out.append(Wait(k, (b, b), j, iv, lag))
     return tuple(out)
-
-
-def _conflict(uar: UAR, pairs: set[tuple[str, str]]) -> bool:
-    """Whether some pair of statements touches one buffer, at least one of them writing."""
-    return any(es.buffer == ed.buffer and WRITE in (es.mode, ed.mode)
-               for u, v in pairs for es in uar.effects[u] for ed in uar.effects[v])
 
 
 def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
@@ -119,13 +131,7 @@ def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[
     for (a, c), pairs in sorted(depends.items()):
         per_block = _member_waits(uar, pairs, placed[a] if len(placed) > a else None,
                                   placed[c] if len(placed) > c else None, grid, span[c])
-        for b in range(span[c]):
-            got = (0, span[a] - 1) if per_block is None else per_block[b]
-            if got is None:
-                continue
-            key = (seg_of[c], b, seg_of[a])
-            old = want.get(key)
-            want[key] = got if old is None else (min(old[0], got[0]), max(old[1], got[1]))
+        _want(want, seg_of[c], seg_of[a], span[a], span[c], per_block)
     # made already by the same block before a segment between (for the same or more blocks)
     made: dict[tuple[int, int], list[tuple[int, Interval]]] = {}
     for (k, b, j), iv in want.items():
@@ -133,18 +139,11 @@ def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[
     keep = {(k, b, j): iv for (k, b, j), iv in want.items()
             if not any(j < k2 < k and lo <= iv[0] and iv[1] <= hi
                        for k2, (lo, hi) in made[(b, j)])}
-    out: list[Wait] = []
-    for (k, b, j), iv in sorted(keep.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
-        last = out[-1] if out else None
-        if last is not None and (last.segment, last.after, last.producers) == (k, j, iv) \
-                and last.blocks[1] == b - 1:
-            out[-1] = Wait(k, (last.blocks[0], b), j, iv)
-        else:
-            out.append(Wait(k, (b, b), j, iv))
+    out = _compressed(keep)
     uncovered = _uncovered(want, out)
     if uncovered:  # the reduction or the compression above lost a wait: never emit that
         raise AssertionError(f"counter waits do not cover {uncovered[:3]}")
-    return tuple(out)
+    return out
 
 
 def _uncovered(want: dict[tuple[int, int, int], Interval], waits: Sequence[Wait]
@@ -211,7 +210,7 @@ def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3, Spread
         out = None
         for es in uar.effects[prod]:
             for ed in uar.effects[cons]:
-                if es.buffer != ed.buffer or WRITE not in (es.mode, ed.mode):
+                if not _conflicting(es, ed):
                     continue
                 rel = prime_out(es.relation.apply_range(ed.relation.reverse()))
                 s = islutil.flat(rel)

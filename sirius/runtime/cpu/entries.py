@@ -186,45 +186,40 @@ def _loop_shape(fn: Function, barrier: bool) -> tuple[list, int, str] | str:
     iterations), the test may compare the iteration or its successor with the trip count in
     any unsigned or equality predicate. Returns the body's instructions, the trip
     count and the iteration's name, or what does not fit (a phrase)."""
-    def bad(what: str) -> str:
-        return what
-
-    callee = _callee
-
     if len(fn.blocks) != 4:
-        return bad(f"{len(fn.blocks)} basic blocks")
+        return f"{len(fn.blocks)} basic blocks"
     entry = fn.blocks[0]
     if [i.opcode for i in entry.instrs] != ["br"] or len(entry.succs) != 1:
-        return bad(entry.instrs[-1].text.strip())
+        return entry.instrs[-1].text.strip()
     head = entry.succs[0]
     phi = head.instrs[0]
     m = re.fullmatch(r"%(\S+) = phi i32 \[ (\S+), %(\S+) \], \[ (\S+), %(\S+) \]",
                      phi.text.strip())
     if phi.opcode != "phi" or m is None:
-        return bad(phi.text.strip())
+        return phi.text.strip()
     it = f"%{m.group(1)}"
     # (an unnamed entry block is `%0` in the text, "" in the view)
     entry_name = entry.name or "0"
     incoming = {m.group(3): m.group(2), m.group(5): m.group(4)}
     if len(incoming) != 2 or incoming.get(entry_name) != "0":
-        return bad(phi.text.strip())
+        return phi.text.strip()
     (latch_name, back), = [(k, v) for k, v in incoming.items() if k != entry_name]
     latch = next((x for x in fn.blocks[1:] if x.name == latch_name), None)
     if latch is None or latch is head or latch.succs != [head] or latch not in head.succs \
             or len(head.succs) != 2:
-        return bad("the loop's latch")
+        return "the loop's latch"
     exit_block = next(x for x in head.succs if x is not latch)
     if [i.opcode for i in exit_block.instrs] != ["ret"]:
-        return bad("the loop's exit")
+        return "the loop's exit"
     # the increment (at most one, in either loop block): `%n = add i32 %it, 1`
     inc = re.compile(rf"%(\S+) = add (?:nuw )?(?:nsw )?i32 {re.escape(it)}, 1")
     incs = [inc.fullmatch(i.text.strip()) for i in (*head.instrs[1:-1], *latch.instrs[:-1])]
     names = [f"%{x.group(1)}" for x in incs if x]
     nxt = names[0] if len(names) == 1 else None
     if len(names) > 1 or sum(1 for i in latch.instrs[:-1] if not inc.fullmatch(
-            i.text.strip())) != int(barrier) or [callee(i) for i in latch.instrs
+            i.text.strip())) != int(barrier) or [_callee(i) for i in latch.instrs
                                                  if i.opcode == "call"] != [GRID_SYNC] * barrier:
-        return bad("the latch holds more than " + ("a grid barrier and " if barrier else "")
+        return ("the latch holds more than " + ("a grid barrier and " if barrier else "")
                    + "the increment")
     # the iteration after `k`: the increment, or a constant LLVM folded it to
     if back == nxt:
@@ -234,23 +229,23 @@ def _loop_shape(fn: Function, barrier: bool) -> tuple[list, int, str] | str:
         def after(k: int) -> int:
             return int(back)
     else:
-        return bad(phi.text.strip())
+        return phi.text.strip()
     br = head.instrs[-1]
     cmp = head.instrs[-2] if head.instrs[-2].opcode == "icmp" else None
     subject = re.escape(it) + (f"|{re.escape(nxt)}" if nxt else "")
     mc = cmp and re.fullmatch(rf"%(\S+) = icmp (\w+) i32 ({subject}), (-?\d+)",
                               cmp.text.strip())
     if not mc or _CMP.get(mc.group(2)) is None or f"%{mc.group(1)}" not in br.text:
-        return bad(cmp.text.strip() if cmp else br.text.strip())
+        return cmp.text.strip() if cmp else br.text.strip()
     test, limit, shift = _CMP[mc.group(2)], int(mc.group(4)), int(mc.group(3) == nxt)
     go_on = head.succs[0] is latch  # the branch continues when the test holds
     k, trips = 0, 1
     while test(k + shift, limit) == go_on:
         if after(k) != k + 1:
-            return bad(f"an iteration that does not follow {k}: {phi.text.strip()}")
+            return f"an iteration that does not follow {k}: {phi.text.strip()}"
         k, trips = k + 1, trips + 1
         if trips > _MAX_TRIPS:
-            return bad(f"more than {_MAX_TRIPS} iterations: {cmp.text.strip()}")
+            return f"more than {_MAX_TRIPS} iterations: {cmp.text.strip()}"
     return [i for i in head.instrs[1:-2] if not inc.fullmatch(i.text.strip())], trips, it
 
 
@@ -274,7 +269,7 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
     # what comes next: "first" segment call, "signal", "wait", a segment call "after" a wait
     state, entries, first_wait = "first", (), False
     for x in ins:
-        callee = x.callee.name if x.opcode == "call" and x.callee is not None else None
+        callee = _callee(x)
         args = [a.split()[-1] for a in call_args(x.text, callee)[0]] if callee else []
         # in a device loop the first segment may wait too (for the iteration before)
         if callee == MK_WAIT and (state == "wait" or state == "first" and it is not None) \
