@@ -34,8 +34,10 @@ from sirius.fusion.waits import counter_waits, loop_waits
 MEGAKERNEL_LAUNCHES = 512
 
 
-def megakernel_chunks(region: Region, seq: list, fused: dict[str, FusedKernel]) -> list[list]:
-    """`seq` cut into consecutive runs that cover at most MEGAKERNEL_LAUNCHES launches."""
+def megakernel_chunks(region: Region, seq: list, fused: dict[str, FusedKernel],
+                      alone: Callable[[Launch], bool] = lambda _: False) -> list[list]:
+    """`seq` cut into consecutive runs that cover at most MEGAKERNEL_LAUNCHES launches; a
+    launch for which `alone` holds is a run of its own (it stays a launch)."""
     def covers(gi: int, tag, launch: Launch) -> int:
         if launch.mangled not in fused:
             return 1
@@ -46,7 +48,8 @@ def megakernel_chunks(region: Region, seq: list, fused: dict[str, FusedKernel]) 
     n = 0
     for item in seq:
         c = covers(*item)
-        if out[-1] and n + c > MEGAKERNEL_LAUNCHES:
+        if out[-1] and (n + c > MEGAKERNEL_LAUNCHES or alone(item[2])
+                        or alone(out[-1][-1][2])):
             out.append([])
             n = 0
         out[-1].append(item)
@@ -88,12 +91,12 @@ def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | st
                     member_launches: dict[str, list[Launch]], sms: int, variant: str,
                     uar: UAR, types: Callable[[Launch], object]
                     ) -> tuple[FusedKernelSpec, list[Launch],
-                               Callable[[str], tuple[Wait, ...]]]:
+                               Callable[[tuple[str, ...]], tuple[Wait, ...]]]:
     """The megakernel of `seq`, a region's launches in order as (group, part, launch) (the
     parts of one group are independent): a new segment starts at another group or at a
     part already in the segment. Returns the spec, the launch of each member, and for
-    `counters` the waits across iterations should a device loop over a host variable take
-    the kernel (a function of that variable, `loop_waits`: they join the spec's waits then;
+    `counters` the waits across iterations should a device loop (nest) take the kernel (a
+    function of the nest's host variables, `loop_waits`: they join the spec's waits then;
     computed only then, as isl work per member pair)."""
     ms, cuts, seen_tags, group, covers, placed = [], [], set(), None, [], []
 
@@ -169,8 +172,8 @@ def megakernel_spec(name: str, region: Region, seq: Sequence[tuple[int, int | st
     if variant == "counters":
         waits = counter_waits(segs, covers, needs, grid, uar, placed)
 
-    def across(var: str) -> tuple[Wait, ...]:
-        return loop_waits(segs, covers, needs, grid, uar, placed, var) \
+    def across(nest: tuple[str, ...]) -> tuple[Wait, ...]:
+        return loop_waits(segs, covers, needs, grid, uar, placed, nest) \
             if variant == "counters" else ()
     spec = FusedKernelSpec(name, "grid", tuple(param_maps(ms)), block=(threads, 1, 1),
                            grid=(grid, 1, 1),
@@ -202,23 +205,26 @@ def _placed_fused(k: FusedKernel, nodes, spread: tuple[int, int] | None) -> tupl
     return None
 
 
-def loop_bodies(ops: Sequence[Op], regions: Sequence[Region]) -> dict[int, Loop]:
-    """The regions (by index) that are the whole body of a host loop: the loop's body is
-    launches only, exactly the region's."""
+def loop_bodies(ops: Sequence[Op], regions: Sequence[Region]) -> dict[int, tuple[Loop, ...]]:
+    """The regions (by index) that are the whole body of a host loop (the loop's body is
+    launches only, exactly the region's), each with that loop and the loops around it whose
+    body is only the loop inside (a perfect nest), outermost first."""
     by_first = {r.body_key: ri for ri, r in enumerate(regions)}
-    out: dict[int, Loop] = {}
+    out: dict[int, tuple[Loop, ...]] = {}
 
-    def walk(ops: Sequence[Op]) -> None:
+    def walk(ops: Sequence[Op], around: tuple[Loop, ...]) -> None:
         for op in ops:
             if not isinstance(op, Loop):
                 continue
-            walk(op.body)
+            # `around`: the loops whose body is `ops`, one loop inside the other
+            nest = (*around, op) if len(ops) == 1 else (op,)
+            walk(op.body, nest)
             ri = by_first.get(id(op.body[0])) if op.body else None
             if ri is not None and [id(x) for x in op.body] == \
                     [id(n.launch) for n in regions[ri].nodes]:
-                out[ri] = op
+                out[ri] = nest
 
-    walk(ops)
+    walk(ops, ())
     return out
 
 
@@ -229,40 +235,46 @@ def _step(e: Expr, var: str) -> int | None:
     return None if var in rest.variables() else dict(e.terms).get(var, 0)
 
 
-def device_loop(loop: Loop, k: FusedKernel, launches: Sequence[Launch]
+def device_loop(nest: Sequence[Loop], k: FusedKernel, launches: Sequence[Launch]
                 ) -> tuple[DeviceLoop, Launch] | str:
-    """The device loop that runs host loop `loop` (whose body is exactly the launches
-    `launches`, megakernel `k`'s members) inside `k`, and `k`'s one launch that replaces the
-    loop (the arguments of the first iteration); or why not (a sentence). Every argument
-    must step by a constant per iteration (pointers in one buffer, integers), grid, block and
-    shared memory must not change, and the loop's bounds must be constants."""
-    if loop.opaque or not loop.lo.is_const or not loop.hi.is_const:
-        return "its bounds are not constants"
-    trips = len(range(loop.lo.const, loop.hi.const, loop.step))
+    """The device loop that runs host loop nest `nest` (outermost first; the innermost's body
+    is exactly the launches `launches`, megakernel `k`'s members) inside `k`, and `k`'s one
+    launch that replaces the nest (the arguments of the first iteration); or why not (a
+    sentence). Every argument must step by a constant per iteration of each loop (pointers in
+    one buffer, integers), grid, block and shared memory must not change, and the loops'
+    bounds must be constants."""
+    levels = []
+    for loop in nest:
+        if loop.opaque or not loop.lo.is_const or not loop.hi.is_const:
+            return f"the bounds of its loop over `{loop.var}` are not constants"
+        levels.append(len(range(loop.lo.const, loop.hi.const, loop.step)))
+    trips = prod(levels)
     if trips < 2:
         return f"it runs {trips} time(s)"
-    var, lo = loop.var, loop.lo
     strides = []
     for mi, launch in enumerate(launches):
-        if any(var in e.variables() for e in (*launch.grid, *launch.block, launch.smem)):
-            return f"the grid, block or shared memory of {launch.kernel} changes with {var}"
-        for j, a in enumerate(launch.args):
-            if isinstance(a, BufferArg) and not isinstance(a.address, DevRef):
-                return f"{launch.kernel} takes a rotating (ping-pong) address"
-            e = a.address.offset if isinstance(a, BufferArg) else \
-                a.value if isinstance(a, ScalarArg) and isinstance(a.value, Expr) else None
-            if e is None:
-                continue
-            c = _step(e, var)
-            if c is None:
-                return (f"argument {j} of {launch.kernel} ({e}) is not {var} times a "
-                        "constant plus the rest")
-            if c and isinstance(a, ScalarArg) and not a.type.startswith("i"):
-                return f"argument {j} of {launch.kernel} is a {a.type} that changes with {var}"
-            if c:
-                strides.append((mi, j, c * loop.step))
+        for lv, loop in enumerate(nest):
+            var = loop.var
+            if any(var in e.variables() for e in (*launch.grid, *launch.block, launch.smem)):
+                return f"the grid, block or shared memory of {launch.kernel} changes with {var}"
+            for j, a in enumerate(launch.args):
+                if isinstance(a, BufferArg) and not isinstance(a.address, DevRef):
+                    return f"{launch.kernel} takes a rotating (ping-pong) address"
+                e = a.address.offset if isinstance(a, BufferArg) else \
+                    a.value if isinstance(a, ScalarArg) and isinstance(a.value, Expr) else None
+                if e is None:
+                    continue
+                c = _step(e, var)
+                if c is None:
+                    return (f"argument {j} of {launch.kernel} ({e}) is not {var} times a "
+                            "constant plus the rest")
+                if c and isinstance(a, ScalarArg) and not a.type.startswith("i"):
+                    return (f"argument {j} of {launch.kernel} is a {a.type} that changes "
+                            f"with {var}")
+                if c:
+                    strides.append((mi, j, c * loop.step, lv))
     first = k.launch(launches)
-    env = {var: lo}
+    env = {loop.var: loop.lo for loop in nest}
 
     def at_first(a):
         if isinstance(a, BufferArg):
@@ -271,7 +283,7 @@ def device_loop(loop: Loop, k: FusedKernel, launches: Sequence[Launch]
             return ScalarArg(a.type, a.value.substitute(env))
         return a
 
-    return (DeviceLoop(trips, tuple(strides)),
+    return (DeviceLoop(trips, tuple(strides), tuple(levels) if len(levels) > 1 else ()),
             Launch(first.kernel, first.mangled, first.grid, first.block, first.smem,
-                   tuple(at_first(a) for a in first.args), loop.loc or first.loc,
+                   tuple(at_first(a) for a in first.args), nest[0].loc or first.loc,
                    first.prepare))

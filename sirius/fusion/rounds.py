@@ -250,7 +250,7 @@ class _Built:
     records: list[FusedLaunchRecord]
     megakernels: list[FusedLaunchRecord] = field(default_factory=list)
     # the launches of megakernels whose host loop runs inside them: each replaces its loop
-    device_looped: frozenset[int] = frozenset()  # id() of the launch
+    device_looped: frozenset[int] = frozenset()  # id() of the host loops run on the device
 
 
 def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> _Built:
@@ -389,7 +389,18 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         if len(seq) < 2 or ri in state.disabled_megakernels:
             continue
         chunks = []
-        for chunk in megakernel_chunks(region, seq, fused):
+        # a launch whose grid, block or shared memory the host computes (it changes with an
+        # enclosing loop) cannot be a member: a megakernel's members have fixed shapes
+        def shapeless(x: Launch) -> bool:
+            return x.mangled not in fused and by_launch[id(x)].smem < 0
+
+        for x in (x for _, _, x in seq if shapeless(x)):
+            note = (f"{by_launch[id(x)].sid} {x.kernel}: not a megakernel member: its grid, "
+                    "block or shared memory is computed by the host (it changes with a host "
+                    "loop), and a megakernel's members have fixed shapes")
+            if note not in region.notes:
+                region.notes.append(note)
+        for chunk in megakernel_chunks(region, seq, fused, shapeless):
             if len(chunk) < 2:
                 chunks.append(([x for _, _, x in chunk], None))
                 continue
@@ -422,43 +433,49 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                 launches[(ri, 0)] += phase_launches
                 continue
             k = fm.kernel(name)
-            launches[(ri, 0)].append(looped[name] if name in looped
+            launches[(ri, 0)].append(looped[name][0] if name in looped
                                      else k.launch(phase_launches))
             records.append(_megakernel_record(res, ri, k, phase_launches, sms, len(chunks)))
             records[-1].reasons += loop_notes.get(name, [])
-    return fm, launches, records, frozenset(id(x) for x in looped.values())
+    return fm, launches, records, frozenset(id(lp) for _, lp in looped.values())
 
 
 def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[FusedKernelSpec],
                   fm: FusedModule, bad: list, ir: str, across: dict[str, Callable]
-                  ) -> tuple[FusedModule, dict[str, Launch], dict[str, list[str]]]:
+                  ) -> tuple[FusedModule, dict[str, tuple[Launch, Loop]], dict[str, list[str]]]:
     """Megakernels that are the whole body of a host loop take the loop inside
     (fusion/megakernel.py, `device_loop`): the module rebuilt with those specs, each such
-    megakernel's one launch (which replaces its loop) by name, and report lines by name."""
+    megakernel's one launch and the host loop it replaces, by name, and report lines by
+    name."""
     loops = loop_bodies(res.analysed.ops, res.regions)
     got: dict[str, tuple] = {}
     notes: dict[str, list[str]] = {}
     for ri, chunks in chosen.items():
         if ri in state.disabled_megakernels or ri not in loops:
             continue
-        lp = loops[ri]
-        head = f"its host loop (`{lp.var}` at {lp.loc or '?'})"
+        nest = loops[ri]
         if len(chunks) != 1 or chunks[0][1] is None:
-            notes.update({n: [f"{head} stays on the host: the loop body is cut into parts"]
-                          for _, n in chunks if n is not None})
+            notes.update({n: [f"its host loop ({_at(nest[-1])}) stays on the host: the loop "
+                              "body is cut into parts"] for _, n in chunks if n is not None})
             continue
         launches, name = chunks[0]
-        dl = device_loop(lp, fm.kernel(name), launches)
-        if isinstance(dl, str):
-            notes[name] = [f"{head} stays on the host: {dl}"]
-        else:
-            lagged = across[name](lp.var)
-            got[name] = (*dl, lagged)
+        notes[name] = []
+        for start in range(len(nest)):  # the whole nest, else fewer of its outer loops
+            sub = nest[start:]
+            dl = device_loop(sub, fm.kernel(name), launches)
+            if isinstance(dl, str):
+                notes[name].append(f"its host loop ({_at(sub[0])}) stays on the host: {dl}")
+                continue
+            lagged = across[name](tuple(x.var for x in sub))
+            got[name] = (*dl, lagged, sub[0])
             how = "a grid barrier between two" if res.options.megakernel == "grid" else \
                 (f"{len(lagged)} wait(s) on the iteration before in place of a grid barrier "
                  "between two")
-            notes[name] = [f"{head} runs inside it: {dl[0].trips} iterations, {how}, one "
-                           "launch in place of the loop"]
+            what = f"its host loop ({_at(sub[0])})" if len(sub) == 1 else \
+                f"its host loop nest ({', '.join(_at(x) for x in sub)})"
+            notes[name].append(f"{what} runs inside it: {dl[0].trips} iterations, {how}, one "
+                               "launch in place of the loop")
+            break
     if not got:
         return fm, {}, notes
     fm2, bad2 = _build_specs([replace(s, device_loop=got[s.name][0],
@@ -470,7 +487,11 @@ def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[Fuse
         for name in got:
             notes[name] = [f"its host loop stays on the host: the device loop failed ({why})"]
         return fm, {}, notes
-    return fm2, {name: launch for name, (_, launch, _) in got.items()}, notes
+    return fm2, {name: (launch, lp) for name, (_, launch, _, lp) in got.items()}, notes
+
+
+def _at(loop: Loop) -> str:
+    return f"`{loop.var}` at {loop.loc or '?'}"
 
 
 def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches: list,
@@ -486,8 +507,9 @@ def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches:
 def _rewrite_host(host: HostProgram, regions: list[Region],
                   group_launches: dict[GroupKey, list[Launch]],
                   device_looped: frozenset[int] = frozenset()) -> HostProgram:
-    """The fused host program: each region's launches replaced by what it became; a loop
-    whose body became one launch in `device_looped` (ids) is replaced by that launch."""
+    """The fused host program: each region's launches replaced by what it became; a loop in
+    `device_looped` (ids of host loops that now run inside their megakernel) is replaced by
+    the one launch its body (through the loops of a nest) became."""
     by_first = {r.body_key: ri for ri, r in enumerate(regions)}
 
     def body(ops: Sequence[Op]) -> tuple[Op, ...]:
@@ -504,8 +526,11 @@ def _rewrite_host(host: HostProgram, regions: list[Region],
                 skip = len(regions[ri].nodes) - 1
             elif isinstance(op, Loop):
                 inner = body(op.body)
-                if len(inner) == 1 and id(inner[0]) in device_looped:
-                    out.append(inner[0])  # the loop runs inside that megakernel
+                if id(op) in device_looped:  # the loop (nest) runs inside that megakernel
+                    while len(inner) == 1 and isinstance(inner[0], Loop):
+                        inner = inner[0].body
+                    assert len(inner) == 1, "a device loop's body is one launch"
+                    out.append(inner[0])
                 else:
                     out.append(replace(op, body=inner))
             else:

@@ -206,26 +206,43 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class DeviceLoop:
-    """A megakernel whose host loop moved inside it: its segments (with their waits, in the
-    `counters` variant) run `trips` times, a grid barrier between iterations; in iteration k
-    the member parameter
-    (member index, parameter index) of `strides` receives its launch argument plus k * stride
-    (bytes past a pointer, added to an integer). Every other argument is the same in each
-    iteration."""
+    """A megakernel whose host loop (or perfect loop nest) moved inside it: its segments (with
+    their waits, in the `counters` variant) run `trips` times, a grid barrier between
+    iterations. A nest runs as one loop over all its iterations in the host's order: `levels`
+    are its trip counts, outermost first (empty for one loop), `trips` their product, and
+    iteration k is iteration (k // d) % levels[l] of level l, d the product of the levels
+    inside l. In iteration k the member parameter (member index, parameter index) of each
+    `strides` entry (member, parameter, stride, level) receives its launch argument plus the
+    level's iteration times the stride (bytes past a pointer, added to an integer). Every
+    other argument is the same in each iteration."""
 
     trips: int
-    strides: tuple[tuple[int, int, int], ...] = ()  # (member, parameter, stride)
+    strides: tuple[tuple[int, int, int, int], ...] = ()  # (member, parameter, stride, level)
+    levels: tuple[int, ...] = ()
 
-    def stride(self, member: int, param: int) -> int:
-        return next((s for m, j, s in self.strides if (m, j) == (member, param)), 0)
+    def nest(self) -> tuple[int, ...]:
+        """The trip count of each level, outermost first."""
+        return self.levels or (self.trips,)
+
+    def steps(self, member: int, param: int) -> list[tuple[int, int, int]]:
+        """(divisor, trips, stride) for each level that steps the parameter: the level's
+        iteration is (k // divisor) % trips in iteration k."""
+        nest = self.nest()
+        return [(prod(nest[lv + 1:]), nest[lv], s) for m, j, s, lv in self.strides
+                if (m, j) == (member, param)]
 
     def to_json(self) -> dict:
-        return {"trips": self.trips, "strides": [list(x) for x in self.strides]}
+        out: dict = {"trips": self.trips, "strides": [list(x) for x in self.strides]}
+        if self.levels:
+            out["levels"] = list(self.levels)
+        return out
 
     @staticmethod
     def from_json(d: dict) -> DeviceLoop:
-        return DeviceLoop(int(d["trips"]), tuple((int(m), int(j), int(s))
-                                                 for m, j, s in d.get("strides", ())))
+        return DeviceLoop(int(d["trips"]), tuple((int(x[0]), int(x[1]), int(x[2]),
+                                                  int(x[3]) if len(x) > 3 else 0)
+                                                 for x in d.get("strides", ())),
+                          tuple(int(t) for t in d.get("levels", ())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,10 +281,13 @@ class FusedKernelSpec:
         if self.device_loop is not None:
             if self.arrangement != "grid":
                 raise ValueError("a device loop is for the grid arrangement")
-            if self.device_loop.trips < 1 or any(
-                    not 0 <= m < len(self.members) for m, _, _ in self.device_loop.strides):
-                raise ValueError(f"device loop {self.device_loop.to_json()}: trips >= 1, "
-                                 f"members 0..{len(self.members) - 1}")
+            dl = self.device_loop
+            if dl.trips < 1 or prod(dl.nest()) != dl.trips or any(
+                    not (0 <= m < len(self.members) and 0 <= lv < len(dl.nest()))
+                    for m, _, _, lv in dl.strides):
+                raise ValueError(f"device loop {dl.to_json()}: trips >= 1, the product of "
+                                 f"the levels, members 0..{len(self.members) - 1}, levels "
+                                 f"0..{len(dl.nest()) - 1}")
         if self.waits is not None:
             if self.arrangement != "grid":
                 raise ValueError("waits are for the grid arrangement")

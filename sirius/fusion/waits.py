@@ -49,16 +49,18 @@ Placed = tuple[str, int, Dim3, Spread | None]
 
 def loop_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str]],
                needs: Sequence[int], grid: int, uar: UAR,
-               placed: Sequence[tuple[Placed, ...] | None], var: str) -> tuple[Wait, ...]:
-    """The waits across the iterations of a device loop over host variable `var` (lag 1):
+               placed: Sequence[tuple[Placed, ...] | None], nest: tuple[str, ...]
+               ) -> tuple[Wait, ...]:
+    """The waits across the iterations of a device loop over host variables `nest` (a loop
+    nest's, outermost first; iterations in their lexicographic order) (lag 1):
     before its segment in iteration i, a block that does work of member c waits until the
     blocks that did work of member a in an earlier iteration, on what its own work touches,
     have finished iteration i - 1 of a's segment; for every pair of members (a = c
     included). Waiting for iteration i - 1 covers every earlier one (a block finishes a
     segment's iterations in order, and the flags count them). Which blocks: the isl relation
-    between the two members' effects with the consumer's `var` greater than the producer's
-    (the other host variables equal), as `counter_waits` does within an iteration; every
-    block of a when a placement is unknown or isl cannot say."""
+    between the two members' effects with the consumer's iteration of `nest` after the
+    producer's (the other host variables equal), as `counter_waits` does within an
+    iteration; every block of a when a placement is unknown or isl cannot say."""
     seg_of = {i: k for k, seg in enumerate(segments) for i in seg}
     span = [min(n, grid) for n in needs]
     want: dict[tuple[int, int, int], Interval] = {}
@@ -67,7 +69,7 @@ def loop_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str
             pairs = {(u, v) for u in covers[a] for v in covers[c]}
             per_block = _member_waits(uar, pairs, placed[a] if len(placed) > a else None,
                                       placed[c] if len(placed) > c else None, grid, span[c],
-                                      var)
+                                      nest)
             if per_block is None and not any(_conflicting(es, ed) for u, v in pairs
                                              for es in uar.effects[u]
                                              for ed in uar.effects[v]):
@@ -162,11 +164,11 @@ def _uncovered(want: dict[tuple[int, int, int], Interval], waits: Sequence[Wait]
 
 def _member_waits(uar: UAR, pairs: set[tuple[str, str]], prod: tuple[Placed, ...] | None,
                   cons: tuple[Placed, ...] | None, grid: int,
-                  span: int, later: str | None = None) -> list[Interval | None] | None:
+                  span: int, later: tuple[str, ...] = ()) -> list[Interval | None] | None:
     """Per consumer physical block, the producer blocks the dependent statement pairs need
     (their intervals joined), or None when a placement is unknown or isl cannot say; with
-    `later`, the consumer's instances in a later iteration of that host variable's loop than
-    the producer's (else the same host iteration)."""
+    `later` (a loop nest's host variables, outermost first), the consumer's instances in a
+    later iteration of that nest than the producer's (else the same host iteration)."""
     if prod is None or cons is None:
         return None
     where_p = {sid: (off, g, sp) for sid, off, g, sp in prod}
@@ -196,13 +198,22 @@ def _virtual_block(off: int, g: Dim3, spread: Spread | None, primed: str) -> str
 
 def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3, Spread | None],
                  cplace: tuple[int, Dim3, Spread | None], grid: int,
-                 span: int, later: str | None = None) -> list[Interval | None] | None:
+                 span: int, later: tuple[str, ...] = ()) -> list[Interval | None] | None:
     """For each physical block 0..span-1 of the consumer statement: the interval of the
     producer's physical blocks it must wait for (None: none), or None when isl cannot say.
-    `later`: the consumer's instance in a later iteration of that host loop variable."""
+    `later`: the consumer's instance in a later iteration of that host loop nest (its
+    variables outermost first: lexicographically later)."""
     sp, sc = uar.statement(prod), uar.statement(cons)
-    if sp.vars != sc.vars or (later is not None and later not in sp.vars):
+    if sp.vars != sc.vars or not set(later) <= set(sp.vars):
         return None
+    # the other host variables equal; the nest's lexicographically later: equal in the loops
+    # outside level k, later in level k, for some k
+    when = [f"{v}' = {v}" for v in sp.vars if v not in later]
+    if later:
+        when.append("(" + " or ".join(
+            "(" + " and ".join([*(f"{v}' = {v}" for v in later[:k]),
+                                f"{later[k]}' > {later[k]}"]) + ")"
+            for k in range(len(later))) + ")")
     threads = pplace[2] is not None or cplace[2] is not None  # the thread ids matter too
     dims = THREAD_DIMS if threads else THREAD_DIMS[:3]
 
@@ -215,10 +226,8 @@ def _block_waits(uar: UAR, prod: str, cons: str, pplace: tuple[int, Dim3, Spread
                 rel = prime_out(es.relation.apply_range(ed.relation.reverse()))
                 s = islutil.flat(rel)
                 if sp.vars:
-                    same = " and ".join(f"{v}' > {v}" if v == later else f"{v}' = {v}"
-                                        for v in sp.vars)
                     names = islutil.set_names(s)
-                    s = s.intersect(type(s)(f"{{ [{', '.join(names)}] : {same} }}"))
+                    s = s.intersect(type(s)(f"{{ [{', '.join(names)}] : {' and '.join(when)} }}"))
                 s = islutil.project_onto(s, [*dims, *(f"{d}'" for d in dims)])
                 out = s if out is None else out.union(s)
         if out is None:

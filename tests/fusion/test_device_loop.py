@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pytest
+
 from sirius.fusion import rounds
 from sirius.fusion.plan.planner import Options
 from sirius.pipeline import fuse
@@ -36,7 +38,7 @@ def test_a_long_host_loop_runs_inside_the_megakernel():
     (mk,) = res.megakernels
     loop = mk.kernel.spec.device_loop
     assert loop is not None and loop.trips == 100
-    assert sorted(s for _, _, s in loop.strides) == [1, 1024 * 4]  # s, and x + s * N
+    assert sorted(s for _, _, s, _ in loop.strides) == [1, 1024 * 4]  # s, and x + s * N
     assert any("runs inside it: 100 iterations" in r for r in mk.reasons)
     body = _kernel(res.device_ir, mk.name)
     assert "phi i32" in body and "!llvm.loop" in body  # a loop, not 100 unrolled copies
@@ -130,3 +132,79 @@ def test_a_loop_with_a_rotating_address_stays_on_the_host_with_its_reason():
     (mk,) = res.megakernels
     assert mk.kernel.spec.device_loop is None
     assert any("stays on the host" in r and "rotating" in r for r in mk.reasons)
+
+
+@pytest.mark.parametrize("variant", ["grid", "counters"])
+def test_a_host_loop_nest_runs_inside_the_megakernel(variant):
+    """rnn_layers.cu: 3 layers x 20 steps of two dependent launches, a perfect host loop nest
+    of 120 launches. With --unroll 0 the whole nest becomes one launch: the kernel runs the 60
+    iterations in the host's order as one loop, the layer's row of h stepping with the outer
+    level and the input row with the inner one (the cell number with both), every value
+    equal in three orders. grid: a grid barrier between every two of the 120 segment runs;
+    counters: waits on the iteration before, lexicographically over (l, s)."""
+    res = fuse([PROGRAMS / "rnn_layers.cu"], Options(megakernel=variant, unroll=0))
+    assert (res.launches_before, res.launches_after) == (120, 1)
+    (mk,) = res.megakernels
+    loop = mk.kernel.spec.device_loop
+    assert loop.trips == 60 and loop.levels == (3, 20)
+    # (level, stride): h + l * N (both members) and s + l step with l; x + s * N and s + l
+    # with s
+    assert sorted((lv, s) for _, _, s, lv in loop.strides) == [(0, 1), (0, 4096), (0, 4096),
+                                                                (1, 1), (1, 4096)]
+    assert any("host loop nest" in r and "runs inside it: 60 iterations" in r
+               for r in mk.reasons)
+    rep = verify_fused(res.original, res, orders=ORDERS)
+    assert rep.ok, rep.render()
+    fused = rep.counters()["fused"]
+    assert fused["launches"] == 1
+    if variant == "grid":
+        assert fused["barriers"] == (120 - 1) * (1024 // 128)
+    else:
+        assert any(w.lag == 1 for w in mk.kernel.spec.waits)
+
+
+def test_a_nest_without_its_outer_strides_is_caught(monkeypatch):
+    """With the outer level's strides left out (every layer works on row 0 and cell s), the
+    fused nest still builds and runs, and verify reports the mismatch."""
+    real = rounds.device_loop
+
+    def inner_only(nest, k, launches):
+        got = real(nest, k, launches)
+        if isinstance(got, str):
+            return got
+        return (dataclasses.replace(got[0], strides=tuple(x for x in got[0].strides
+                                                          if x[3] > 0)), got[1])
+
+    monkeypatch.setattr(rounds, "device_loop", inner_only)
+    res = fuse([PROGRAMS / "rnn_layers.cu"], Options(megakernel="grid", unroll=0),
+               use_cache=False)
+    assert res.launches_after == 1
+    rep = verify_fused(res.original, res, orders=("forward",))
+    assert not rep.ok
+
+
+def test_a_nest_level_that_does_not_step_stays_on_the_host():
+    """rnn_two_rows.cu: layer l works on row l % 2 of h, which is not l times a constant: the
+    layer loop stays on the host, with that reason, and the step loop inside it runs in the
+    kernel (120 -> 3 launches, one per layer)."""
+    res = fuse([PROGRAMS / "rnn_two_rows.cu"], Options(megakernel="grid", unroll=0))
+    assert (res.launches_before, res.launches_after) == (120, 3)
+    (mk,) = res.megakernels
+    assert mk.kernel.spec.device_loop.trips == 20 and not mk.kernel.spec.device_loop.levels
+    assert any("`l`" in r and "stays on the host" in r and "not l times a constant" in r
+               for r in mk.reasons)
+    assert any("`s`" in r and "runs inside it: 20 iterations" in r for r in mk.reasons)
+    rep = verify_fused(res.original, res, orders=("forward", "reverse"))
+    assert rep.ok, rep.render()
+
+
+def test_launches_whose_shape_the_host_computes_stay_launches_with_the_reason():
+    """rnn_shrinking.cu: the grid shrinks with the layer, so the launches cannot be members of
+    a megakernel (fixed shapes): they stay launches, report.md says why, and nothing is
+    undone with a code-generation error (once: "member 0 has grid (0, 0, 0)")."""
+    res = fuse([PROGRAMS / "rnn_shrinking.cu"], Options(megakernel="grid", unroll=0))
+    assert (res.launches_before, res.launches_after) == (120, 120)
+    assert not res.undone
+    notes = [n for r in res.regions for n in r.notes]
+    assert any("mix: not a megakernel member" in n and "computed by the host" in n
+               for n in notes)

@@ -498,9 +498,16 @@ class Assembler:
             if m.repeat > 1 and m.strides[j]:
                 value = self.repeated(spec, pm, w, env[_REP], p.type, value, m.strides[j])
                 out += w.flush()
-            step = spec.device_loop.stride(pm.index, j) if spec.device_loop else 0
-            if step:  # a device loop's iteration k: the argument plus k * step
-                value = self.repeated(spec, pm, w, env[IT_ENV], p.type, value, step)
+            # a device loop's iteration k: the argument plus each level's iteration times
+            # its stride (one loop: k itself)
+            for div, trips, step in (spec.device_loop.steps(pm.index, j)
+                                     if spec.device_loop else ()):
+                k = env[IT_ENV]
+                if div > 1:
+                    k = w.emit(f"udiv i32 {k}, {div}", "lvl")
+                if trips * div < spec.device_loop.trips:
+                    k = w.emit(f"urem i32 {k}, {trips}", "lvl")
+                value = self.repeated(spec, pm, w, k, p.type, value, step)
                 out += w.flush()
             args.append(f"{p.type} {value}")
         dims = list(m.block) + list(m.grid)
