@@ -27,6 +27,7 @@ from sirius.postopt.base import (
     verify_ir,
 )
 from sirius.postopt.contract import Contract
+from sirius.postopt.contract_shared import ContractShared
 from sirius.postopt.host_constants import HostConstants
 from sirius.postopt.licm import Licm
 from sirius.postopt.llvm_opt import LlvmOpt
@@ -48,6 +49,8 @@ __all__ = [
 # contract (after LLVM has forwarded same-thread stores to loads; one more LLVM round cleans
 # up after it): verified on kernels/*.cu, the small TVM programs (bert_qkv, lstm, mlp,
 # resnext_block, seq2seq) and 60 random programs (BENCHMARKS.md, "Post-fusion: contract ...").
+# contract-shared (after contract: a temporary whose every read LLVM forwarded is contract's;
+# one read back from another thread of the block is this pass's): issue 14 item 6, BLOCK width.
 # loop-fuse (after LLVM has inlined the fragments; before contract, which then sees the loads a
 # merged loop no longer needs): BENCHMARKS.md, "Post-fusion: the whole corpus".
 # licm (last: the Reassociate pass of another llvm-opt round would undo its grouping): fewer
@@ -60,6 +63,7 @@ DEFAULT_PASSES: tuple[ModulePass, ...] = (
     LlvmOpt(level=3, rounds=2),
     LoopFuse(),
     Contract(),
+    ContractShared(),
     LlvmOpt(level=3, rounds=1),
     Licm(),
 )

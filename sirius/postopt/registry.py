@@ -11,6 +11,7 @@ from sirius.postopt.alias_facts import AliasFacts
 from sirius.postopt.base import ModulePass
 from sirius.postopt.common_base import CommonBase
 from sirius.postopt.contract import Contract
+from sirius.postopt.contract_shared import ContractShared
 from sirius.postopt.host_constants import HostConstants
 from sirius.postopt.licm import Licm
 from sirius.postopt.llvm_opt import LlvmOpt
@@ -25,6 +26,7 @@ _ALL: tuple[type[ModulePass], ...] = (
     CommonBase,
     AliasFacts,
     Contract,
+    ContractShared,
     LoopFuse,
     Licm,
 )
