@@ -399,9 +399,14 @@ def _per_block(text: str, host: HostProgram, kernel: str, buffer: str, ops: list
     from sirius.analysis.uar.effects import READ, WRITE, EffectBuilder
     from sirius.frontend import llvmctx
 
-    view = build_view(llvmctx.parse(text), only=[kernel])
-    builder = EffectBuilder(host, KernelAnalyzer(view, [i for i in kernel_infos(view)
-                                                        if i.mangled == kernel]))
+    # every launched kernel: the effect builder's points-to analysis (pointers loaded from
+    # memory) reads the summaries of all launches
+    launched = set(host.launches_by_kernel())
+    view = build_view(llvmctx.parse(text), only=launched)
+    infos = [i for i in kernel_infos(view) if i.mangled in launched]
+    if {i.mangled for i in infos} != launched:
+        return "a launched kernel is not in the module"
+    builder = EffectBuilder(host, KernelAnalyzer(view, infos))
     coef, size = None, 0
     for st in statements_of(host):
         if st.kind != "launch" or st.op.mangled != kernel:

@@ -31,7 +31,8 @@ Two more axes give whole-program variants over the default plan, built with the 
 variants, not mixed per region:
 
 4. *Post-fusion passes on/off*: every trade-off pass (TRADE_OFF_PASSES: passes that can raise
-   register pressure) that changed the default variant's module gives the default plan built
+   register pressure, or shared memory per block: `contract-shared`) that changed the default
+   variant's module gives the default plan built
    without it (a pass that changed nothing gives none). The passes run once over the whole
    fused module.
 5. *Shared memory overlaid*: where the plan of `auto` or `vertical` has a vertical kernel of
@@ -61,7 +62,7 @@ MEGAKERNELS = ("grid", "counters")
 # corpus": host-constants and alias-facts let LLVM keep more values live, loop-fuse keeps the
 # merged loops' values live together, licm keeps hoisted values live across its loops): each is
 # an on/off axis where it changed the program
-TRADE_OFF_PASSES = ("host-constants", "alias-facts", "loop-fuse", "licm")
+TRADE_OFF_PASSES = ("host-constants", "alias-facts", "loop-fuse", "contract-shared", "licm")
 
 
 @dataclass(frozen=True)
