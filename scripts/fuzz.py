@@ -234,6 +234,7 @@ def main_fused(args: argparse.Namespace) -> int:
     changed: Counter[str] = Counter()  # post-fusion pass -> programs it changed
     moved = 0  # programs with a vertical kernel reordered to share barriers
     looped = 0  # programs with a megakernel that runs a host loop inside it
+    nested = 0  # of them, those where a whole loop nest runs inside it
     t0 = time.perf_counter()
     tasks = [(s, keep, bool(args.keep), args.arrangement, args.features, args.megakernel,
               args.smem, args.unroll) for s in seeds]
@@ -250,6 +251,7 @@ def main_fused(args: argparse.Namespace) -> int:
         changed.update(out.passes_changed)
         moved += out.code_motion > 0
         looped += out.device_loops > 0
+        nested += out.device_nests > 0
         worst = max(worst, (out.seconds, out.seed))
         if not out.ok:
             failures += 1
@@ -274,7 +276,8 @@ def main_fused(args: argparse.Namespace) -> int:
           + (", ".join(f"{n} in {c} programs" for n, c in sorted(changed.items())) or "none"))
     print(f"code motion (vertical members reordered to share barriers) in {moved} programs")
     if args.megakernel:
-        print(f"host loops run inside a megakernel (device loops) in {looped} programs")
+        print(f"host loops run inside a megakernel (device loops) in {looped} programs, a "
+              f"whole loop nest in {nested} of them")
     return 1 if failures else 0
 
 

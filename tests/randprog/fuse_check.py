@@ -92,6 +92,7 @@ class FuseOutcome:
     undone: list[str] = field(default_factory=list)
     megakernels: int = 0         # megakernels (--megakernel grid|counters)
     device_loops: int = 0        # of them, those a host loop runs inside (grid, --unroll 0)
+    device_nests: int = 0        # of those, the ones a whole loop nest runs inside
     passes_changed: list[str] = field(default_factory=list)  # post-fusion passes with an effect
     code_motion: int = 0  # vertical kernels whose members were reordered to share barriers
     problems: list[str] = field(default_factory=list)
@@ -204,6 +205,9 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
                                    smem=smem, unroll=unroll), use_cache=True)
         out.megakernels = len(res.megakernels)
         out.device_loops = sum(m.kernel is not None and m.kernel.spec.device_loop is not None
+                               for m in res.megakernels)
+        out.device_nests = sum(m.kernel is not None and m.kernel.spec.device_loop is not None
+                               and bool(m.kernel.spec.device_loop.levels)
                                for m in res.megakernels)
         out.launches_before, out.launches_after = res.launches_before, res.launches_after
         out.fused_kernels = len(res.fused)
