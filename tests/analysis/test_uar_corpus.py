@@ -17,7 +17,8 @@ from tests.analysis.support import dep, inexact_accesses, launch_deps, uar_of
 THREAD, BLOCK, GLOBAL = "THREAD", "BLOCK", "GLOBAL"
 EXACT_PROGRAMS = ["block_reduce.cu", "early_return.cu", "elementwise_chain.cu", "gaussian.cu",
                   "helper_launch.cu", "lstm_cell.cu", "matmul_bias_act.cu", "qkv_branches.cu",
-                  "stencil_pingpong.cu", "transpose_elementwise.cu", "two_mm.cu"]
+                  "stencil_pingpong.cu", "transpose_elementwise.cu", "two_mm.cu",
+                  "block_reverse.cu"]
 
 
 def same(relation: isl.Map, text: str) -> bool:
