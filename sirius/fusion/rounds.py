@@ -383,10 +383,14 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     across: dict[str, Callable] = {}  # counters: the waits across a device loop's iterations
     by_launch = {id(n.launch): n for r in res.regions for n in r.nodes}
     sms = coresident_blocks(res.options.arch)
+    loops = loop_bodies(res.analysed.ops, res.regions)
     for ri, region in enumerate(res.regions):
         seq = [(gi, tag, launch) for gi in range(len(region.groups))
                for tag, launch in parts[(ri, gi)]]
-        if len(seq) < 2 or ri in state.disabled_megakernels:
+        # one launch is a megakernel only to take its host loop inside (else it is undone
+        # below): the whole body of a host loop
+        solo = len(seq) == 1 and ri in loops
+        if (len(seq) < 2 and not solo) or ri in state.disabled_megakernels:
             continue
         chunks = []
         # a launch whose grid, block or shared memory the host computes (it changes with an
@@ -401,7 +405,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
             if note not in region.notes:
                 region.notes.append(note)
         for chunk in megakernel_chunks(region, seq, fused, shapeless):
-            if len(chunk) < 2:
+            if len(chunk) < 2 and not (solo and not shapeless(chunk[0][2])):
                 chunks.append(([x for _, _, x in chunk], None))
                 continue
             name = f"sirius_g{len(specs)}"
@@ -422,6 +426,15 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     if fm is None:
         return None, launches, records, frozenset()
     fm, looped, loop_notes = _device_loops(res, state, chosen, specs, fm, bad, ir, across)
+    built = set() if fm is None else {k.name for k in fm.kernels}
+    for ri, chunks in chosen.items():  # why a lone launch's loop stayed on the host
+        for phase_launches, name in chunks:
+            for note in loop_notes.get(name, []) if name not in built else ():
+                line = f"{phase_launches[0].kernel}: {note}"
+                if line not in res.regions[ri].notes:
+                    res.regions[ri].notes.append(line)
+    if fm is None:
+        return None, launches, records, frozenset()
     for ri, chunks in chosen.items():
         if ri in state.disabled_megakernels:
             continue
@@ -429,7 +442,7 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         for gi in range(len(region.groups)):
             launches[(ri, gi)] = []
         for phase_launches, name in chunks:
-            if name is None:
+            if name is None or name not in built:  # (a lone launch left as it was)
                 launches[(ri, 0)] += phase_launches
                 continue
             k = fm.kernel(name)
@@ -450,6 +463,9 @@ def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[Fuse
     loops = loop_bodies(res.analysed.ops, res.regions)
     got: dict[str, tuple] = {}
     notes: dict[str, list[str]] = {}
+    # a megakernel of one launch that did not take its loop inside is dropped: the launch
+    # stays as it was
+    solo = {s.name for s in specs if len(s.members) == 1}
     for ri, chunks in chosen.items():
         if ri in state.disabled_megakernels or ri not in loops:
             continue
@@ -476,17 +492,22 @@ def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[Fuse
             notes[name].append(f"{what} runs inside it: {dl[0].trips} iterations, {how}, one "
                                "launch in place of the loop")
             break
-    if not got:
+    drop = solo - got.keys()
+    if not got and not drop:
         return fm, {}, notes
     fm2, bad2 = _build_specs([replace(s, device_loop=got[s.name][0],
                                       waits=None if s.waits is None else
                                       s.waits + got[s.name][2])
-                              if s.name in got else s for s in specs], ir)
-    if fm2 is None or {s.name for s, _ in bad2} != {s.name for s, _ in bad}:
+                              if s.name in got else s for s in specs if s.name not in drop],
+                             ir)
+    if fm2 is None or {s.name for s, _ in bad2} != {s.name for s, _ in bad} - drop:
         why = "; ".join(w for s, w in bad2 if s.name in got) or "it did not build"
         for name in got:
             notes[name] = [f"its host loop stays on the host: the device loop failed ({why})"]
-        return fm, {}, notes
+        if not drop:
+            return fm, {}, notes
+        fm2, _ = _build_specs([s for s in specs if s.name not in solo], ir)
+        return fm2, {}, notes
     return fm2, {name: (launch, lp) for name, (_, launch, _, lp) in got.items()}, notes
 
 

@@ -208,3 +208,30 @@ def test_launches_whose_shape_the_host_computes_stay_launches_with_the_reason():
     notes = [n for r in res.regions for n in r.notes]
     assert any("mix: not a megakernel member" in n and "computed by the host" in n
                for n in notes)
+
+
+@pytest.mark.parametrize("variant", ["grid", "counters"])
+def test_a_loop_of_one_launch_runs_inside_a_megakernel_of_it(variant):
+    """accumulate_steps.cu: one launch per iteration (no megakernel of two launches to make):
+    the launch becomes a one-member megakernel that takes the loop inside, 100 -> 1, every
+    value equal in three orders; with counters each block waits only for its own previous
+    iteration (the dependence is THREAD wide), one wait entry per block."""
+    res = fuse([PROGRAMS / "accumulate_steps.cu"], Options(megakernel=variant))
+    assert (res.launches_before, res.launches_after) == (100, 1)
+    (mk,) = res.megakernels
+    spec = mk.kernel.spec
+    assert len(spec.members) == 1 and spec.device_loop.trips == 100
+    if variant == "counters":
+        assert all(w.lag == 1 and w.blocks == w.producers for w in spec.waits)
+    rep = verify_fused(res.original, res, orders=ORDERS)
+    assert rep.ok, rep.render()
+
+
+def test_a_lone_launch_whose_loop_stays_is_left_as_it_was():
+    """kernels/stencil_pingpong.cu with --unroll 0: its one launch per iteration swaps buffers
+    on the host (a rotating address), so the loop cannot move inside; no one-member megakernel
+    is left behind (the launches are the original's), and the report says why."""
+    res = fuse([ROOT / "kernels/stencil_pingpong.cu"], Options(megakernel="grid", unroll=0))
+    assert (res.launches_before, res.launches_after) == (5, 5) and not res.megakernels
+    notes = [n for r in res.regions for n in r.notes]
+    assert any("jacobi2d: its host loop" in n and "rotating" in n for n in notes), notes
