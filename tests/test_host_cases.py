@@ -178,6 +178,48 @@ def test_explicit_cudaLaunchKernel_same_as_chevrons(prog):
     assert loc_line(chev["loc"]) == line_of(path, "@chevrons")
 
 
+# 1b. 2-D grids computed in a host loop ------------------------------------------------------------
+GRID_2D_LOOP = program("grid_2d_loop.cu", r"""
+__global__ void k(float* a, int rem)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < rem && y < rem) a[y * 64 + x] += 1.0f;
+}
+
+int main()
+{
+    float* a;
+    cudaMalloc(&a, 64 * 64 * sizeof(float));
+    for (int t = 0; t < 3; ++t) {
+        int rem = 40 - 12 * t;
+        dim3 g((rem + 15) / 16, (rem + 15) / 16);
+        k<<<g, dim3(16, 16)>>>(a, rem);  // @square
+        k<<<dim3(3, 3 - t), dim3(16, 16)>>>(a, rem);  // @const_x
+        k<<<dim3(1 + t, 3 - t), dim3(16, 16)>>>(a, rem);  // @both
+        k<<<dim3(3 - t, 1 + t), dim3(16, 16)>>>(a, rem);  // @swapped
+    }
+    cudaDeviceSynchronize();
+    cudaFree(a);
+    return 0;
+}
+""")
+
+
+def test_two_dimensional_grids_computed_in_a_loop(prog):
+    """A dim3's (x, y) reach the launch packed in one 64-bit value that LLVM folds into sums and
+    products ((2^32 + 1) n for dim3(n, n)); the halves are split again, the split proven for
+    every t (once read as x = (2^32 + 1) n, y = 0, and refused as "arithmetic on a packed dim3
+    value" for the other three forms)."""
+    doc = inspect_doc(prog(GRID_2D_LOOP))
+    grids = [g for _, g, _, _, _ in launch_trace(doc)]
+    want = []
+    for t in range(3):
+        n = (40 - 12 * t + 15) // 16
+        want += [(n, n, 1), (3, 3 - t, 1), (1 + t, 3 - t, 1), (3 - t, 1 + t, 1)]
+    assert grids == want
+
+
 # 2. cudaMalloc inside a helper --------------------------------------------------------------------
 ALLOC_HELPER = program("alloc_helper.cu", r"""
 __global__ void fill(float* x, float v) { x[threadIdx.x] = v; }

@@ -464,7 +464,7 @@ class CudaRuntime:
         mem = self.interp.mem
         for slot, xy, z in ((args[0], gxy, gz), (args[1], bxy, bz)):
             if isinstance(slot, HostPtr) and slot.offset.is_const:
-                x, y = unpack_xy(xy)
+                x, y = unpack_xy(xy, self.interp.ranges)
                 for i, v in enumerate((x, y, z)):
                     mem.store(slot.region, slot.offset.const + 4 * i, 4, v)
         if isinstance(args[2], HostPtr) and args[2].offset.is_const:
@@ -501,7 +501,7 @@ class CudaRuntime:
     _cudaLaunchCooperativeKernel = _cudaLaunchKernel
 
     def dims(self, xy: AV, z: AV, ins: Instr, what: str) -> tuple[Expr, Expr, Expr]:
-        x, y = unpack_xy(xy)
+        x, y = unpack_xy(xy, self.interp.ranges)
         out = []
         for axis, v in zip("xyz", (x, y, z), strict=True):
             if not isinstance(v, Int):

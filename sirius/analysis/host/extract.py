@@ -28,6 +28,7 @@ from sirius.analysis.host.observe import SyncWatch
 from sirius.analysis.host.ops import (
     binary,
     cast,
+    funnel_call,
     icmp,
     minmax_call,
     shift_to_packed,
@@ -443,6 +444,8 @@ class HostInterpreter(HostFlow):
         known = float_call(name, args, self.ranges)
         if known is None:
             known = minmax_call(name, args, self.ranges)
+        if known is None:
+            known = funnel_call(name, args, self.ranges)
         if known is None:
             known = string_call(name, args, self.mem)
         if known is not None:

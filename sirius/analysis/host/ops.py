@@ -48,7 +48,16 @@ def binary(op: str, a: AV, b: AV, ty: str, ranges: Ranges, flags: str = "") -> A
     """`a op b` for an integer binary instruction of type `ty`."""
     bits = int_bits(ty)
     if isinstance(a, Packed) or isinstance(b, Packed):
-        return _packed_binary(op, a, b)
+        got = _packed_binary(op, a, b)
+        if isinstance(got, Unknown) and op in ("add", "sub", "mul") and bits == 64:
+            # the pair as the integer it is, x + 2^32 y (x zero-extended): exact 64-bit
+            # arithmetic on it, split again where the dim3 is read (unpack_xy proves the split)
+            wide = [Int(v.lo.e + v.hi.e.scale(1 << 32), 64)
+                    if isinstance(v, Packed) and isinstance(v.lo, Int) and isinstance(v.hi, Int)
+                    else v for v in (a, b)]
+            if not any(isinstance(v, Packed) for v in wide):
+                return binary(op, wide[0], wide[1], ty, ranges, flags)
+        return got
     # Pointer arithmetic through ptrtoint/inttoptr: a device or host pointer plus an integer.
     if op in ("add", "sub") and isinstance(b, Int) and isinstance(a, DevPtr | HostPtr):
         delta = b.e if op == "add" else -b.e
@@ -89,6 +98,21 @@ def binary(op: str, a: AV, b: AV, ty: str, ranges: Ranges, flags: str = "") -> A
 
 
 _MINMAX = re.compile(r"llvm\.([su])(min|max)\.i(\d+)")
+
+
+def funnel_call(name: str, args: list[AV], ranges: Ranges) -> AV | None:
+    """`llvm.fshl/fshr.i64(a, b, 32)` (a funnel shift by half: (a << 32) | (b >> 32), which
+    LLVM makes of a dim3 whose halves are another's swapped) as the packed pair (the high half
+    of b, the low half of a); None: not one of them."""
+    if name not in ("llvm.fshl.i64", "llvm.fshr.i64") or len(args) != 3:
+        return None
+    if args[2] != const(32, 64):
+        return Unknown(f"{name}() by other than 32 bits")
+    a_lo, _ = unpack_xy(args[0], ranges)
+    _, b_hi = unpack_xy(args[1], ranges)
+    if not (isinstance(a_lo, Int) and isinstance(b_hi, Int)):
+        return a_lo if isinstance(a_lo, Unknown) else b_hi
+    return Packed(b_hi, a_lo)
 
 
 def minmax_call(name: str, args: list[AV], ranges: Ranges) -> AV | None:
@@ -161,20 +185,40 @@ def shift_to_packed(a: AV, b: AV, bits: int) -> AV | None:
     return None
 
 
-def unpack_xy(av: AV) -> tuple[AV, AV]:
+def _split32(c: int) -> tuple[int, int]:
+    """c as lo + 2^32 hi with lo in [-2^31, 2^31)."""
+    lo = c % (1 << 32)
+    if lo >= 1 << 31:
+        lo -= 1 << 32
+    return lo, (c - lo) >> 32
+
+
+def unpack_xy(av: AV, ranges: Ranges | None = None) -> tuple[AV, AV]:
+    """The (x, y) halves of a dim3's packed 64-bit {x, y}: x = the low 32 bits, y = the high
+    ones. A host-computed value is x + 2^32 y as an expression (LLVM folds `zext(x) |
+    zext(y) << 32` into sums and products: `dim3 g(n, n)` becomes (2^32 + 1) n, `g(3 - t,
+    1 + t)` (2^32 + 3) + (2^32 - 1) t): each coefficient is split into a low part in
+    [-2^31, 2^31) and a high part, and the split is the real one only where the low sum lies
+    in [0, 2^32) for every value of the host loop variables (`ranges`), which is proved;
+    otherwise the halves are unknown, with that reason."""
     if isinstance(av, Int) and av.e.is_const:
         c = av.e.const & 0xFFFFFFFFFFFFFFFF
         return const(c & 0xFFFFFFFF, 32), const(c >> 32, 32)
     if isinstance(av, Packed):
         return av.lo, av.hi
     if isinstance(av, Int):
-        # x + 2^32 * y, built with `or disjoint` from a zero-extended x: split the coefficients.
-        lo_terms = {a: c for a, c in av.e.terms if c % (1 << 32)}
-        hi_terms = {a: c >> 32 for a, c in av.e.terms if not c % (1 << 32)}
-        c = av.e.const
-        lo = Expr._make(c & 0xFFFFFFFF, lo_terms)
-        hi = Expr._make(c >> 32, hi_terms)
-        return Int(lo, 32), Int(hi, 32)
+        parts = {a: _split32(c) for a, c in av.e.terms}
+        c_lo, c_hi = _split32(av.e.const)
+        lo = Expr._make(c_lo, {a: x for a, (x, _) in parts.items() if x})
+        hi = Expr._make(c_hi, {a: y for a, (_, y) in parts.items() if y})
+        if lo.is_const and 0 <= lo.const < 1 << 32:
+            return Int(lo, 32), Int(hi, 32)
+        if ranges is not None and _nonneg(lo, ranges) and \
+                _nonneg(0xFFFFFFFF - lo, ranges):
+            return Int(lo, 32), Int(hi, 32)
+        u = Unknown(f"a dim3 built from host values whose x half ({lo}) sirius cannot prove "
+                    "to lie in 0 .. 2^32 - 1")
+        return u, u
     u = av if isinstance(av, Unknown) else Unknown("grid or block size is not a known value")
     return u, u
 
