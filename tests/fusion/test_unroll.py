@@ -182,3 +182,18 @@ def test_repeat_runs_breaks_where_a_step_changes():
     small = Member("k", (2, 1, 1), (32, 1, 1))  # 3 x 2 blocks: a switch, members apart
     assert [x.repeat for x, _, _ in repeat_runs(
         [(small, launch(64 * k, 5), types) for k in range(3)])] == [1, 1, 1]
+
+
+def test_a_megakernel_unrolls_dependent_iterations_and_says_so():
+    """dependent_steps.cu: without a megakernel the loop stays (its iterations depend on each
+    other); with one it is unrolled in order into the megakernel, and the report says that,
+    not "independent iterations" (it once did)."""
+    plain = fused("dependent_steps.cu")
+    assert plain.launches_after == 8 and "iterations depend on each other" in report_md(plain)
+    res = fuse([PROGRAMS / "dependent_steps.cu"], Options(megakernel="grid"))
+    assert res.launches_after == 1
+    md = report_md(res)
+    assert "loop t: 4 iterations unrolled in their order into 8 launches" in md
+    assert "independent iterations" not in md
+    assert plan_json(res)["unrolled"][0]["independent"] is False
+    verified(res)

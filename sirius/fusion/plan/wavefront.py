@@ -114,6 +114,8 @@ class Unrolled:
     trips: int | None = None
     launches: int | None = None  # launch ops the unrolled loop became
     reason: str | None = None  # why the loop was left alone; None when unrolled
+    checked: bool = True  # whether its iterations were proven independent (else: unrolled in
+    #                       order for a megakernel, dependences kept by the launch order)
 
     @property
     def rewritten(self) -> bool:
@@ -122,12 +124,17 @@ class Unrolled:
     def to_json(self) -> dict:
         return {"loc": str(self.loc) if self.loc else None, "var": self.var,
                 "statements": list(self.statements), "trips": self.trips,
-                "launches": self.launches, "reason": self.reason}
+                "launches": self.launches, "reason": self.reason,
+                "independent": self.checked}
 
     def __str__(self) -> str:
         head = f"{self.loc or '?'}: loop {self.var}"
         if self.reason is not None:
             return f"{head}: left a loop: {self.reason}"
+        if not self.checked:
+            return (f"{head}: {self.trips} iterations unrolled in their order into "
+                    f"{self.launches} launches ({', '.join(self.statements)}), so that they can "
+                    "join a megakernel (the launch order keeps every dependence between them)")
         return (f"{head}: {self.trips} independent iterations unrolled into {self.launches} "
                 f"launches ({', '.join(self.statements)}), so that they can fuse")
 
@@ -286,7 +293,8 @@ class _Rewriter:
         dependence links two different iterations (the order of every launch is kept, so this
         is always sound; it is done only where it lets the iterations fuse)."""
         stmts = [self.by_op[id(op)] for op in lp.body]
-        record = Unrolled(lp.loc, lp.var, tuple(st.id for st in stmts))
+        record = Unrolled(lp.loc, lp.var, tuple(st.id for st in stmts),
+                          checked=not self.sequential)
         try:
             rng = _range(lp)
             record = dataclasses.replace(record, trips=rng.trips)
