@@ -130,35 +130,41 @@ def _mark(lines: list[str], funcs: dict[str, tuple[int, int]], names: set[str]) 
 
 
 def _unmark(lines: list[str], names: set[str], had_noinline: dict[str, bool]) -> list[str]:
-    """Remove the `optnone` (and the `noinline` `_mark` added) from the attribute groups of
-    `names`' definitions (no other function has `optnone` in its group)."""
+    """Remove the `optnone` (and the `noinline` `_mark` added) from `names`' definitions: each
+    gets an attribute group of its own, its group's attributes without them (opt merges equal
+    attribute sets, so a group may also hold functions that had `optnone` before the pass,
+    a device loop's megakernel body: those keep it)."""
     funcs = functions_of(lines)
-    groups: dict[str, bool] = {}
-    for n in names:
-        m = re.search(r"#(\d+)\s*(?:!dbg !\d+\s*)?\{$", lines[funcs[n][0]])
-        if m is None:
+    attrs_of = {m.group(1): m.group(2) for ln in lines if (m := _GROUP.match(ln))}
+    top = max((int(g) for g in attrs_of), default=-1)
+    out = list(lines)
+    new_groups, old = [], set()
+    for n in sorted(names):
+        i = funcs[n][0]
+        m = re.search(r"#(\d+)(\s*(?:!dbg !\d+\s*)?\{)$", out[i])
+        if m is None or m.group(1) not in attrs_of:
             raise PassError(f"loop-fuse: {n} lost its attribute group")
-        keep = had_noinline[n]
-        if groups.setdefault(m.group(1), keep) != keep:
-            raise PassError("loop-fuse: functions with and without noinline share a group")
-    out = []
-    for ln in lines:
-        m = _GROUP.match(ln)
-        if m and m.group(1) in groups:
-            attrs = [a for a in m.group(2).split(" ")
-                     if a != "optnone" and (a != "noinline" or groups[m.group(1)])]
-            ln = f"attributes #{m.group(1)} = {{ {' '.join(attrs)} }}"
-        out.append(ln)
-    return out
+        attrs = [a for a in attrs_of[m.group(1)].split(" ")
+                 if a and a != "optnone" and (a != "noinline" or had_noinline[n])]
+        top += 1
+        old.add(m.group(1))
+        out[i] = out[i][:m.start()] + f"#{top}" + m.group(2)
+        new_groups.append(f"attributes #{top} = {{ {' '.join(attrs)} }}")
+    # the groups the marked functions had, where nothing names them any more
+    used = {g for ln in out if not _GROUP.match(ln) for g in re.findall(r"#(\d+)\b", ln)}
+    out = [ln for ln in out if not ((m := _GROUP.match(ln)) and m.group(1) in old - used)]
+    return out + new_groups
+
+
+def _has_attr(lines: list[str], funcs, name: str, groups, attr: str) -> bool:
+    """Whether function `name`'s definition has attribute `attr` (in its line or group)."""
+    define = lines[funcs[name][0]]
+    attrs = " ".join(groups.get(g, "") for g in re.findall(r"#(\d+)", define))
+    return attr in attrs.split(" ") or f" {attr} " in define
 
 
 def _had_noinline(lines: list[str], funcs, names, groups) -> dict[str, bool]:
-    out = {}
-    for n in names:
-        define = lines[funcs[n][0]]
-        attrs = " ".join(groups.get(g, "") for g in re.findall(r"#(\d+)", define))
-        out[n] = "noinline" in attrs.split(" ") or " noinline " in define
-    return out
+    return {n: _has_attr(lines, funcs, n, groups, "noinline") for n in names}
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +191,9 @@ class LoopFuse(ModulePass):
         candidates = [n for n in funcs if n not in unsafe and loops_before[n] > 1]
         if not candidates:
             return text
-        marked = set(unsafe)
+        # functions that are `optnone` already (a device loop's megakernel body) stay as
+        # they are: opt leaves them alone, and unmarking them would take it away
+        marked = {n for n in unsafe if not _has_attr(lines, funcs, n, groups, "optnone")}
         had = _had_noinline(lines, funcs, marked, groups)
         out_text = self._opt("\n".join(_mark(lines, funcs, marked)) + "\n", ctx)
         out_lines = out_text.splitlines()

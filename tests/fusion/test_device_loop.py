@@ -235,3 +235,17 @@ def test_a_lone_launch_whose_loop_stays_is_left_as_it_was():
     assert (res.launches_before, res.launches_after) == (5, 5) and not res.megakernels
     notes = [n for r in res.regions for n in r.notes]
     assert any("jacobi2d: its host loop" in n and "rotating" in n for n in notes), notes
+
+
+def test_a_device_loop_survives_loop_fuse(tmp_path):
+    """Random program 99145 (a stacked-recurrence nest of one launch per cell, other fused
+    kernels with two loops): loop-fuse took the `optnone` off the device loop's kernel body
+    (it shared an attribute group with a function the pass had marked and unmarked), LLVM then
+    rewrote the 3-trip loop into boolean phis, and the executor refused the kernel; seeds 99105
+    and 99109 failed in the same pass ("functions with and without noinline share a group")."""
+    from tests.randprog.fuse_check import fuse_and_verify
+
+    out = fuse_and_verify(99145, "vertical", tmp_path, megakernel="grid", unroll=0,
+                          raise_on_failure=False)
+    assert out.ok, out.message()
+    assert out.device_loops >= 1
