@@ -140,13 +140,33 @@ def test_rewrite_moves_the_last_crossed_sync_after_the_run():
     assert [(x.sync, x.before, x.after) for x in out.crossed] == [(s2, "a", "b"), (s4, "b", "c")]
 
 
-def test_rewrite_keeps_observed_syncs_and_loop_bodies():
+def test_rewrite_keeps_observed_syncs_and_moves_a_loops_idle_syncs_after_it():
     a, b, c = _launch("a", 1), _launch("b", 3), _launch("c", 5)
     s2, s4, s6 = _sync(2), _sync(4, "the host reads 'h'"), _sync(6)
     loop = Loop("t", Expr(0), Expr(4), 1, (a, s2, b, s6))
     out = cross_idle_syncs(_program(loop, c, s4, a, s2))
-    assert out.host.ops == (Loop("t", Expr(0), Expr(4), 1, (a, b, s6)), c, s4, a, s2)
-    assert [x.sync for x in out.crossed] == [s2]
+    # the loop body's idle syncs leave it (s2 between its launches, s6 between an iteration's
+    # b and the next one's a); one is kept after the loop
+    assert out.host.ops == (Loop("t", Expr(0), Expr(4), 1, (a, b)), s6, c, s4, a, s2)
+    assert [x.sync for x in out.crossed] == [s2, s6]
+    assert "the loop's exit (t at" in str(out.crossed[1])
     assert [k.sync for k in out.kept] == [s4]
     unchanged = _program(a, s4, b)
     assert cross_idle_syncs(unchanged).host is unchanged
+
+
+def test_an_idle_sync_in_a_loop_body_leaves_it_so_the_loop_can_join_a_megakernel():
+    """sync_in_loop.cu: each iteration ends with cudaDeviceSynchronize(), which the host does
+    not observe: the sync leaves the loop body and one is kept after the loop; with
+    --megakernel the 4 iterations are unrolled into one megakernel (8 -> 1), verified; the
+    report names the crossed sync and the loop."""
+    res = fuse([PROGRAMS / "sync_in_loop.cu"], Options(megakernel="grid"))
+    assert (res.launches_before, res.launches_after) == (8, 1)
+    (c,) = res.syncs.crossed
+    assert c.kept_at.startswith("the loop's exit (t at")
+    loops = [op for op in res.syncs.host.ops if isinstance(op, Loop)]
+    assert loops and not any(isinstance(o, Sync) for lp in loops for o in lp.body)
+    rep = verify_fused(res.original, res, seed=3, orders=("forward", "reverse"))
+    assert rep.ok, rep.render()
+    md = report_md(res)
+    assert "No host loop considered" not in md and "loop t: 4 iterations unrolled" in md

@@ -76,7 +76,7 @@ def cross_idle_syncs(host: HostProgram) -> SyncCrossing:
         while i < len(ops):
             op = ops[i]
             if isinstance(op, Loop):
-                out.append(replace(op, body=body(op.body)))
+                out += _loop(replace(op, body=body(op.body)))
                 i += 1
                 continue
             if not isinstance(op, Launch):
@@ -116,6 +116,25 @@ def cross_idle_syncs(host: HostProgram) -> SyncCrossing:
                 kept.append(KeptSync(ops[j]))
             i = j
         return tuple(out)
+
+    def _loop(lp: Loop) -> list[Op]:
+        """A loop whose body is launches and idle syncs only: the syncs leave the body (they
+        order the next iteration's launches after this one's, which the launch order does
+        already, and the host observes nothing between), and the last one is kept after the
+        loop, so the host still waits for all the loop's work before it goes on."""
+        launches = [o for o in lp.body if isinstance(o, Launch)]
+        syncs = [o for o in lp.body if isinstance(o, Sync)]
+        if not launches or not syncs or len(launches) + len(syncs) != len(lp.body) or \
+                any(s.observed for s in syncs) or lp.opaque:
+            return [lp]
+        where = f"the loop's exit ({lp.var} at {lp.loc or '?'})"
+        for s in syncs:
+            k = lp.body.index(s)
+            before = next((o for o in reversed(lp.body[:k]) if isinstance(o, Launch)),
+                          launches[-1])  # (before the first launch: the iteration before's)
+            after = next((o for o in lp.body[k:] if isinstance(o, Launch)), launches[0])
+            crossed.append(CrossedSync(s, before.kernel, after.kernel, where))
+        return [replace(lp, body=tuple(launches)), syncs[-1]]
 
     new = body(host.ops)
     if not crossed:
