@@ -220,6 +220,44 @@ def test_two_dimensional_grids_computed_in_a_loop(prog):
     assert grids == want
 
 
+# 1c. parity of the loop variable, and a pointer table indexed by a flipped variable ---------------
+PARITY = program("parity.cu", r"""
+__global__ void k(float* x, int t) { x[threadIdx.x] += t; }
+
+int main()
+{
+    float *a, *b;
+    cudaMalloc(&a, 64 * sizeof(float));
+    cudaMalloc(&b, 64 * sizeof(float));
+    for (int r = 0; r < 5; ++r)
+        k<<<1, 32>>>(a, (r + 1) % 2);  // @parity
+    float* bufs[2] = {a, b};
+    int src = 0;
+    for (int r = 0; r < 4; ++r) {
+        k<<<1, 32>>>(bufs[src], r);  // @flip
+        src = 1 - src;
+    }
+    cudaFree(a);
+    cudaFree(b);
+    return 0;
+}
+""")
+
+
+def test_parity_of_the_loop_variable_and_why_a_flipped_index_is_refused(prog):
+    """`(r + 1) % 2` reaches the launch as `xor (r & 1), 1` (LLVM), modelled as 1 - r mod 2
+    (it was refused as "'xor' of a loop-dependent value is not quasi-affine"); a pointer
+    table indexed by a variable flipped in the loop is refused with the index's own reason
+    (it was "pointer offset sirius cannot follow")."""
+    path = prog(PARITY)
+    expect_error(path, "@flip", "argument", "the index is not known", "'src' changes")
+    src = path.read_text().split("    float* bufs[2]")[0] + "    return 0;\n}\n"
+    only = path.with_name("parity_only.cu")
+    only.write_text(src)
+    args = [a[1] for _, _, _, _, a in launch_trace(inspect_doc(only))]
+    assert args == [(r + 1) % 2 for r in range(5)]
+
+
 # 2. cudaMalloc inside a helper --------------------------------------------------------------------
 ALLOC_HELPER = program("alloc_helper.cu", r"""
 __global__ void fill(float* x, float v) { x[threadIdx.x] = v; }

@@ -336,7 +336,7 @@ class HostInterpreter(HostFlow):
                 idx = self.val(frame, idx_v)
                 if n == 0:
                     if not isinstance(idx, Int):
-                        return Unknown("pointer offset sirius cannot follow")
+                        return _unknown_index(idx)
                     total = total + idx.e.scale(self.types.size(cur))
                     continue
                 if cur.startswith(("%", "{", "<{")):
@@ -347,7 +347,7 @@ class HostInterpreter(HostFlow):
                 else:
                     elem_off, elem_ty = self.types.field_offset(cur, 0)
                     if not isinstance(idx, Int):
-                        return Unknown("pointer offset sirius cannot follow")
+                        return _unknown_index(idx)
                     total = total + idx.e.scale(self.types.size(elem_ty))
                     cur = elem_ty
         except (ValueError, KeyError) as e:
@@ -501,3 +501,13 @@ def extract_host_program(host: ModuleView, device: ModuleView, entry: str = "mai
 
 
 __all__ = ["HostInterpreter", "LoopShape", "extract_host_program"]
+
+
+def _unknown_index(idx: AV) -> Unknown:
+    """Why an address indexed by `idx` is not known: the index's own reason where it has one
+    (a host variable changed in a loop: `src = 1 - src`), not only that an offset is unknown."""
+    why = idx.reason if isinstance(idx, Unknown) else "not an integer"
+    return Unknown(f"an array index or pointer offset sirius cannot follow: the index is {why}"
+                   if why.startswith("not ") else
+                   f"an array index or pointer offset sirius cannot follow: the index is not "
+                   f"known ({why})")

@@ -94,6 +94,10 @@ def binary(op: str, a: AV, b: AV, ty: str, ranges: Ranges, flags: str = "") -> A
             width = (d >> low).bit_length()
             if (d >> low) == (1 << width) - 1:
                 return Int(x.floordiv(1 << low).mod(1 << width).scale(1 << low), bits)
+        # x ^ (2^k - 1) for 0 <= x <= 2^k - 1 flips every bit of x: 2^k - 1 - x (what LLVM
+        # makes of `(r + 1) % 2` from `r % 2`)
+        if op == "xor" and d & (d + 1) == 0 and _nonneg(x, ranges) and _nonneg(d - x, ranges):
+            return Int(d - x, bits)
     return Unknown(f"'{op}' of a loop-dependent value is not quasi-affine")
 
 
