@@ -27,6 +27,7 @@ vertically and independent clusters horizontally.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from math import prod
@@ -468,10 +469,10 @@ class Planner:
         glob = [d for _i, _j, d in deps if d.width == Width.GLOBAL]
         if glob:
             return f"GLOBAL dependence {describe(glob[0])}" + \
-                "".join(f"; {x}" for x in ([last] if last else []) + notes)
+                "".join(f"; {x}" for x in _distinct(([last] if last else []) + notes))
         if last is None and notes:
             return "no thread map fits (the launch is not thread-independent and its shape " \
-                "differs); " + "; ".join(notes)
+                "differs); " + "; ".join(_distinct(notes))
         return last or "no thread map fits (the launch is not thread-independent and its shape "\
             "differs)"
 
@@ -589,3 +590,12 @@ def launch_count(ops: Sequence[Op], trips_opaque: int = 1) -> int:
                 trips = max(0, -(-(hi - lo) // s)) if s > 0 else max(0, -(-(lo - hi) // -s))
                 total += inner * trips
     return total
+
+
+def _distinct(notes: list[str]) -> list[str]:
+    """`notes` without repeats: two notes that differ only in their example instance
+    (`e.g. (bx=0, ...)`) say the same thing (one per dependence of the same kind)."""
+    seen: dict[str, str] = {}
+    for x in notes:
+        seen.setdefault(re.sub(r"e\.g\. \([^)]*\)", "e.g.", x), x)
+    return list(seen.values())
