@@ -273,8 +273,21 @@ def check_two_mm(r) -> None:
     assert_within(r.final["d_D"].reshape(NI, NL), D, d_tol, "d_D")
 
 
+# ---- block_reverse -------------------------------------------------------------------------------
+def check_block_reverse(r) -> None:
+    """t = 2x + 1, then y[i] = t[mirror of i in its 256-block] + t[i] / 2: every product is
+    exact (by 2, by 0.5), so each result is one float32 rounding of an exact value."""
+    x = r.initial["x"]
+    t = x * np.float32(2) + np.float32(1)
+    assert_bitwise(r.final["t"], t, "t")
+    i = np.arange(4096)
+    mirror = (i // 256) * 256 + 255 - i % 256
+    assert_bitwise(r.final["y"], t[mirror] + np.float32(0.5) * t, "y")
+
+
 CHECKS = {
     "block_reduce.cu": check_block_reduce,
+    "block_reverse.cu": check_block_reverse,
     "converge_loop.cu": check_converge_loop,
     "early_return.cu": check_early_return,
     "elementwise_chain.cu": check_elementwise_chain,
