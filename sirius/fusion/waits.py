@@ -97,9 +97,13 @@ def _want(want: dict[tuple[int, int, int], Interval], k: int, j: int, producers:
 
 
 def _compressed(want: dict[tuple[int, int, int], Interval], lag: int = 0) -> tuple[Wait, ...]:
-    """`want` as waits, consecutive blocks with the same producers in one."""
+    """`want` as waits, consecutive blocks with the same producers in one. A block that would
+    wait only for itself is left out: it ran the earlier segment (of this iteration, or all
+    of the iteration before) before it reaches this one."""
     out: list[Wait] = []
     for (k, b, j), iv in sorted(want.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
+        if iv == (b, b):
+            continue
         last = out[-1] if out else None
         if last is not None and (last.segment, last.after, last.producers) == (k, j, iv) \
                 and last.blocks[1] == b - 1:
@@ -152,14 +156,15 @@ def _uncovered(want: dict[tuple[int, int, int], Interval], waits: Sequence[Wait]
                ) -> list[tuple[int, int, int]]:
     """The (segment, block, producer segment) whose producer blocks no wait of `waits` covers,
     neither before that segment nor before an earlier segment of the same block that is after
-    the producer's."""
+    the producer's (a block that needs only itself needs no wait)."""
     have: dict[tuple[int, int], list[tuple[int, Interval]]] = {}
     for w in waits:
         for b in range(w.blocks[0], w.blocks[1] + 1):
             have.setdefault((b, w.after), []).append((w.segment, w.producers))
     return [(k, b, j) for (k, b, j), (lo, hi) in sorted(want.items())
-            if not any(j < k2 <= k and plo <= lo and hi <= phi
-                       for k2, (plo, phi) in have.get((b, j), ()))]
+            if (lo, hi) != (b, b)  # the block itself: ran segment j before (`_compressed`)
+            and not any(j < k2 <= k and plo <= lo and hi <= phi
+                        for k2, (plo, phi) in have.get((b, j), ()))]
 
 
 def _member_waits(uar: UAR, pairs: set[tuple[str, str]], prod: tuple[Placed, ...] | None,

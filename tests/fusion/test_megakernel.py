@@ -234,8 +234,10 @@ def test_cli_reports_the_counters_megakernel(tmp_path):
     for k, blo, bhi, j, plo, phi in mk["waits"]:
         assert 0 <= j < k < len(mk["segments"]) and 0 <= blo <= bhi < g and 0 <= plo <= phi < g
     # segment 1 (sirius_v0, the first step's matmul, 8 blocks) reads only the first of the
-    # 4 strided slices of segment 0 (a horizontal kernel, one block per slice): block 0
-    assert [1, 0, 7, 0, 0, 0] in mk["waits"]
+    # 4 strided slices of segment 0 (a horizontal kernel, one block per slice): block 0, which
+    # blocks 1..7 wait for (block 0 itself ran segment 0 already: no wait)
+    assert [1, 1, 7, 0, 0, 0] in mk["waits"]
+    assert not any(blo == bhi == plo == phi for _, blo, bhi, _, plo, phi in mk["waits"])
     assert doc["verification"]["ok"]
     md = (tmp_path / "report.md").read_text()
     assert "## Megakernels (counters)" in md and "dependence wait(s)" in md
