@@ -83,7 +83,7 @@ from sirius.analysis.host.model import (
 from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassInput
 from sirius.postopt.kernel_text import KernelText, kernels_of, split_top
 
-__all__ = ["Contract", "buffer_uses", "outputs", "rewrite_host", "store_only"]
+__all__ = ["Contract", "address_step", "buffer_uses", "outputs", "rewrite_host", "store_only"]
 
 _DEF = re.compile(r"^\s*(%[-\w.$]+|%\"[^\"]*\")\s*=\s*(.*)$")
 _DBG = re.compile(r"^\s*#dbg_\w+\(|^\s*(?:tail |notail )?call void @llvm\.dbg\.")
@@ -158,7 +158,13 @@ def _classify(line: str, derived: set[str]) -> str:
         if ptr not in derived or any(_token(d).search(parts[0]) for d in derived):
             return "is stored to memory (captured)"
         return ""
-    name, rhs = m.group(1), m.group(2)
+    return address_step(m.group(1), m.group(2), derived, "addrspacecast|bitcast")
+
+
+def address_step(name: str, rhs: str, derived: set[str], casts: str) -> str:
+    """For the definition `name = rhs` naming a pointer derived from a parameter: `name` when
+    it is address arithmetic on it (a getelementptr with it as the base, a cast among `casts`
+    to a pointer), else why it refuses."""
     g = re.match(r"getelementptr\s+(?:(?:inbounds|nuw|nusw|inrange\(\S+\))\s+)*(.*)$", rhs)
     if g:
         parts = split_top(g.group(1))
@@ -166,7 +172,7 @@ def _classify(line: str, derived: set[str]) -> str:
         if base in derived and not any(_token(d).search(", ".join(parts[2:])) for d in derived):
             return name
         return "is used in a getelementptr other than as its base"
-    c = re.match(r"(?:addrspacecast|bitcast)\s+(.*?)\s+to\s+(.*)$", rhs)
+    c = re.match(rf"(?:{casts})\s+(.*?)\s+to\s+(.*)$", rhs)
     if c and _operand(c.group(1)) in derived and _is_ptr_type(c.group(2)):
         return name
     return "is used by " + rhs.split()[0] if rhs.split() else "is used"

@@ -68,6 +68,7 @@ from sirius.postopt.contract import (
     _operand,
     _token,
     _without_deref,
+    address_step,
     buffer_uses,
     outputs,
     rewrite_host,
@@ -153,17 +154,7 @@ def _classify(line: str, derived: set[str]) -> str:
         parts = split_top(ld.group(1))
         return "load" if len(parts) > 1 and _operand(parts[1]) in derived else \
             "is used in a load other than as its address"
-    g = re.match(r"getelementptr\s+(?:(?:inbounds|nuw|nusw|inrange\(\S+\))\s+)*(.*)$", rhs)
-    if g:
-        parts = split_top(g.group(1))
-        base = _operand(parts[1]) if len(parts) > 1 else None
-        if base in derived and not any(_token(d).search(", ".join(parts[2:])) for d in derived):
-            return name
-        return "is used in a getelementptr other than as its base"
-    c = re.match(r"bitcast\s+(.*?)\s+to\s+(.*)$", rhs)
-    if c and _operand(c.group(1)) in derived and _is_ptr_type(c.group(2)):
-        return name
-    return "is used by " + (rhs.split()[0] if rhs.split() else "something")
+    return address_step(name, rhs, derived, "bitcast")
 
 
 # order: writes before a barrier, reads after it -------------------------------------------------
