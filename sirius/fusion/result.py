@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sirius.analysis.host.model import HostProgram
+from sirius.analysis.host.model import HostProgram, launch_count
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.analysis.uar.build import UAR
 from sirius.backend.ptxas import KernelResources
-from sirius.fusion.plan.planner import Options, Region, launch_count
+from sirius.fusion.plan.planner import Options, Region
 from sirius.fusion.spec import FusedKernel
 from sirius.postopt import DEFAULT_PASSES, ModulePass, PassStep
 

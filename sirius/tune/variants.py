@@ -256,7 +256,7 @@ def build(req: Request, measure: bool = True):
             if params else o.host
         counts = C.measure(host, o.program.device_ir, src.files, o.kernels, s.resources,
                            seed=src.seed, dtypes=s.dtypes, regions=False)
-        from sirius.fusion.plan.planner import launch_count
+        from sirius.analysis.host.model import launch_count
 
         n = launch_count(o.host.ops)
         return VariantResult(req.label, False, "original", True, tuple(counts),
@@ -350,7 +350,7 @@ def whole_program_requests(src: Source, splits: list[bool],
 
 def program_launches(src: Source) -> int:
     """The launches the original program runs (host loops counted by their trip counts)."""
-    from sirius.fusion.plan.planner import launch_count
+    from sirius.analysis.host.model import launch_count
 
     return launch_count(session(src).original.host.ops)
 

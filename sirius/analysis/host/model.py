@@ -7,7 +7,7 @@ as a number and anything else as an isl-syntax string. docs/host-model.md is the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from sirius.analysis.expr import Expr
@@ -245,6 +245,23 @@ def flat_ops(ops: tuple[Op, ...]) -> Iterator[Op]:
             yield from flat_ops(op.body)
         else:
             yield op
+
+
+def launch_count(ops: Sequence[Op], trips_opaque: int = 1) -> int:
+    """Dynamic number of launches (constant loop bounds; an opaque loop counts `trips_opaque`)."""
+    total = 0
+    for op in ops:
+        if isinstance(op, Launch):
+            total += 1
+        elif isinstance(op, Loop):
+            inner = launch_count(op.body, trips_opaque)
+            if op.hi is None or not (op.lo.is_const and op.hi.is_const):
+                total += inner * trips_opaque
+            else:
+                lo, hi, s = op.lo.const, op.hi.const, op.step
+                trips = max(0, -(-(hi - lo) // s)) if s > 0 else max(0, -(-(lo - hi) // -s))
+                total += inner * trips
+    return total
 
 
 def dev_refs(addr: object) -> list[DevRef]:

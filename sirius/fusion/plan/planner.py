@@ -575,23 +575,6 @@ class Planner:
         return parts
 
 
-def launch_count(ops: Sequence[Op], trips_opaque: int = 1) -> int:
-    """Dynamic number of launches (constant loop bounds; an opaque loop counts `trips_opaque`)."""
-    total = 0
-    for op in ops:
-        if isinstance(op, Launch):
-            total += 1
-        elif isinstance(op, Loop):
-            inner = launch_count(op.body, trips_opaque)
-            if op.hi is None or not (op.lo.is_const and op.hi.is_const):
-                total += inner * trips_opaque
-            else:
-                lo, hi, s = op.lo.const, op.hi.const, op.step
-                trips = max(0, -(-(hi - lo) // s)) if s > 0 else max(0, -(-(lo - hi) // -s))
-                total += inner * trips
-    return total
-
-
 def _distinct(notes: list[str]) -> list[str]:
     """`notes` without repeats: two notes that differ only in their example instance
     (`e.g. (bx=0, ...)`) say the same thing (one per dependence of the same kind)."""
