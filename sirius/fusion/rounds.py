@@ -384,6 +384,12 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     by_launch = {id(n.launch): n for r in res.regions for n in r.nodes}
     sms = coresident_blocks(res.options.arch)
     loops = loop_bodies(res.analysed.ops, res.regions)
+
+    def shapeless(x: Launch) -> bool:
+        """A launch whose grid, block or shared memory the host computes (it changes with an
+        enclosing loop): no member, a megakernel's members have fixed shapes."""
+        return x.mangled not in fused and by_launch[id(x)].smem < 0
+
     for ri, region in enumerate(res.regions):
         seq = [(gi, tag, launch) for gi in range(len(region.groups))
                for tag, launch in parts[(ri, gi)]]
@@ -393,11 +399,6 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         if (len(seq) < 2 and not solo) or ri in state.disabled_megakernels:
             continue
         chunks = []
-        # a launch whose grid, block or shared memory the host computes (it changes with an
-        # enclosing loop) cannot be a member: a megakernel's members have fixed shapes
-        def shapeless(x: Launch) -> bool:
-            return x.mangled not in fused and by_launch[id(x)].smem < 0
-
         for x in (x for _, _, x in seq if shapeless(x)):
             note = (f"{by_launch[id(x)].sid} {x.kernel}: not a megakernel member: its grid, "
                     "block or shared memory is computed by the host (it changes with a host "
@@ -425,7 +426,8 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     records: list[FusedLaunchRecord] = []
     if fm is None:
         return None, launches, records, frozenset()
-    fm, looped, loop_notes = _device_loops(res, state, chosen, specs, fm, bad, ir, across)
+    fm, looped, loop_notes = _device_loops(res, state, chosen, specs, fm, bad, ir, across,
+                                           loops)
     built = set() if fm is None else {k.name for k in fm.kernels}
     for ri, chunks in chosen.items():  # why a lone launch's loop stayed on the host
         for phase_launches, name in chunks:
@@ -454,13 +456,13 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
 
 
 def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[FusedKernelSpec],
-                  fm: FusedModule, bad: list, ir: str, across: dict[str, Callable]
+                  fm: FusedModule, bad: list, ir: str, across: dict[str, Callable],
+                  loops: dict[int, tuple[Loop, ...]]
                   ) -> tuple[FusedModule, dict[str, tuple[Launch, Loop]], dict[str, list[str]]]:
-    """Megakernels that are the whole body of a host loop take the loop inside
-    (fusion/megakernel.py, `device_loop`): the module rebuilt with those specs, each such
-    megakernel's one launch and the host loop it replaces, by name, and report lines by
-    name."""
-    loops = loop_bodies(res.analysed.ops, res.regions)
+    """Megakernels that are the whole body of a host loop (nest) (`loops`, `loop_bodies`)
+    take the loop inside (fusion/megakernel.py, `device_loop`): the module rebuilt with those
+    specs, each such megakernel's one launch and the host loop it replaces, by name, and
+    report lines by name."""
     got: dict[str, tuple] = {}
     notes: dict[str, list[str]] = {}
     # a megakernel of one launch that did not take its loop inside is dropped: the launch
