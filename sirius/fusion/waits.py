@@ -102,7 +102,7 @@ def _compressed(want: dict[tuple[int, int, int], Interval], lag: int = 0) -> tup
     of the iteration before) before it reaches this one."""
     out: list[Wait] = []
     for (k, b, j), iv in sorted(want.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
-        if iv == (b, b):
+        if _itself(b, iv):
             continue
         last = out[-1] if out else None
         if last is not None and (last.segment, last.after, last.producers) == (k, j, iv) \
@@ -152,6 +152,11 @@ def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[
     return out
 
 
+def _itself(block: int, producers: Interval) -> bool:
+    """Whether a block needs only itself: it ran that work already, no wait."""
+    return producers == (block, block)
+
+
 def _uncovered(want: dict[tuple[int, int, int], Interval], waits: Sequence[Wait]
                ) -> list[tuple[int, int, int]]:
     """The (segment, block, producer segment) whose producer blocks no wait of `waits` covers,
@@ -162,7 +167,7 @@ def _uncovered(want: dict[tuple[int, int, int], Interval], waits: Sequence[Wait]
         for b in range(w.blocks[0], w.blocks[1] + 1):
             have.setdefault((b, w.after), []).append((w.segment, w.producers))
     return [(k, b, j) for (k, b, j), (lo, hi) in sorted(want.items())
-            if (lo, hi) != (b, b)  # the block itself: ran segment j before (`_compressed`)
+            if not _itself(b, (lo, hi))
             and not any(j < k2 <= k and plo <= lo and hi <= phi
                         for k2, (plo, phi) in have.get((b, j), ()))]
 

@@ -135,7 +135,7 @@ def _unmark(lines: list[str], names: set[str], had_noinline: dict[str, bool]) ->
     attribute sets, so a group may also hold functions that had `optnone` before the pass,
     a device loop's megakernel body: those keep it)."""
     funcs = functions_of(lines)
-    attrs_of = {m.group(1): m.group(2) for ln in lines if (m := _GROUP.match(ln))}
+    attrs_of = _groups(lines)
     top = max((int(g) for g in attrs_of), default=-1)
     out = list(lines)
     new_groups, old = [], set()
@@ -161,10 +161,6 @@ def _has_attr(lines: list[str], funcs, name: str, groups, attr: str) -> bool:
     define = lines[funcs[name][0]]
     attrs = " ".join(groups.get(g, "") for g in re.findall(r"#(\d+)", define))
     return attr in attrs.split(" ") or f" {attr} " in define
-
-
-def _had_noinline(lines: list[str], funcs, names, groups) -> dict[str, bool]:
-    return {n: _has_attr(lines, funcs, n, groups, "noinline") for n in names}
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +190,7 @@ class LoopFuse(ModulePass):
         # functions that are `optnone` already (a device loop's megakernel body) stay as
         # they are: opt leaves them alone, and unmarking them would take it away
         marked = {n for n in unsafe if not _has_attr(lines, funcs, n, groups, "optnone")}
-        had = _had_noinline(lines, funcs, marked, groups)
+        had = {n: _has_attr(lines, funcs, n, groups, "noinline") for n in marked}
         out_text = self._opt("\n".join(_mark(lines, funcs, marked)) + "\n", ctx)
         out_lines = out_text.splitlines()
         out_lines = _unmark(out_lines, marked, had) if marked else out_lines
