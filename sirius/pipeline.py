@@ -21,6 +21,7 @@ from sirius.analysis.irview import build_view
 from sirius.analysis.kernel.facts import kernel_infos
 from sirius.frontend import compile_program
 from sirius.fusion.driver import (
+    Analysed,
     FuseResult,
     Original,
     generate,
@@ -38,26 +39,19 @@ def _quiet(_: str) -> None:
     pass
 
 
-def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: str = "main",
-         flags: Sequence[str] = (), use_cache: bool = True,
-         progress: Progress = _quiet, passes: Sequence[ModulePass] | None = None,
-         argv: Sequence[str] | None = None,
-         on_original: Callable[[Original], None] | None = None) -> FuseResult:
-    """Compile, analyse and fuse a whole CUDA program; the result carries the original, the
-    plan, the fused host program, the fused device module and its PTX. `passes`: the
-    post-fusion pipeline (default `sirius.postopt.DEFAULT_PASSES`; `()` runs none); `argv`:
-    the program's arguments (the host model, and so the fused program, is specialised to
-    them). `on_original(original)` is called as soon as the original program is analysed
-    (compiled, host model and kernel facts), before any fusion work: `sirius verify` starts the
-    original's reference run there."""
+def analyse(files: Sequence[Path | str], options: Options | None = None, *,
+            entry: str = "main", flags: Sequence[str] = (), use_cache: bool = True,
+            progress: Progress = _quiet, argv: Sequence[str] | None = None,
+            on_original: Callable[[Original], None] | None = None) -> Analysed:
+    """The program up to its UAR (frontend, host model, kernel facts, kernel summaries): what
+    every fusion of it starts from, whatever its options. `fuse(..., analysed=a)` reuses one
+    (the tuner and the random-program tests fuse a program several ways); it is not changed
+    by fusing. `on_original` as for `fuse`."""
     options = options or Options()
-    paths = tuple(Path(f) for f in files)
-    if options.params is None:  # the parameters of a `sirius import-tvm` program
-        params, source = params_for(paths, None)
-        options = dataclasses.replace(options, params=params, params_source=source)
+    paths = [Path(f) for f in files]
     t0 = time.perf_counter()
     progress(f"analysing {', '.join(str(p) for p in paths)} for {options.arch}")
-    program = compile_program(list(paths), arch=options.arch, extra_flags=list(flags),
+    program = compile_program(paths, arch=options.arch, extra_flags=list(flags),
                               use_cache=use_cache)                               # frontend
     device, host = build_view(program.device_module), build_view(program.host_module)
     kernels = kernel_infos(device)                                               # kernel facts
@@ -66,11 +60,37 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
     if on_original is not None:
         on_original(original)
     analysed = kernel_summaries_and_uar(original)                # kernel summaries -> UAR
-    analysis_seconds = time.perf_counter() - t0
+    return dataclasses.replace(analysed, seconds=time.perf_counter() - t0)
+
+
+def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: str = "main",
+         flags: Sequence[str] = (), use_cache: bool = True,
+         progress: Progress = _quiet, passes: Sequence[ModulePass] | None = None,
+         argv: Sequence[str] | None = None,
+         on_original: Callable[[Original], None] | None = None,
+         analysed: Analysed | None = None) -> FuseResult:
+    """Compile, analyse and fuse a whole CUDA program; the result carries the original, the
+    plan, the fused host program, the fused device module and its PTX. `passes`: the
+    post-fusion pipeline (default `sirius.postopt.DEFAULT_PASSES`; `()` runs none); `argv`:
+    the program's arguments (the host model, and so the fused program, is specialised to
+    them). `on_original(original)` is called as soon as the original program is analysed
+    (compiled, host model and kernel facts), before any fusion work: `sirius verify` starts the
+    original's reference run there. `analysed`: `analyse`'s result for these files, entry,
+    flags, argv and arch, reused instead of analysing again (its seconds are reported)."""
+    options = options or Options()
+    paths = tuple(Path(f) for f in files)
+    if options.params is None:  # the parameters of a `sirius import-tvm` program
+        params, source = params_for(paths, None)
+        options = dataclasses.replace(options, params=params, params_source=source)
+    if analysed is None:
+        analysed = analyse(paths, options, entry=entry, flags=flags, use_cache=use_cache,
+                           progress=progress, argv=argv, on_original=on_original)
+    elif on_original is not None:
+        on_original(analysed.original)
     plan = plan_fusion(analysed, options, progress)              # fusion plan
     result = generate(plan, paths, progress, passes)  # fused kernels -> post-fusion passes
     #                                                    -> backend
-    result.seconds["analysis"] = analysis_seconds
+    result.seconds["analysis"] = analysed.seconds
     return result
 
 

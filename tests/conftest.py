@@ -33,12 +33,20 @@ LAST = ("tests/randprog/test_fuse_random.py::test_fusion_happens",)
 SHARED_FUSION = "tests/fusion/test_fuse_corpus.py::"
 
 
+# A random program's fusions (plain, then as `grid` and `counters` megakernels) run in one worker
+# one after the other, so that they share its analysis (tests/randprog/fuse_check.py).
+SHARED_ANALYSIS = ("tests/randprog/test_fuse_random.py::test_fused_program[",
+                   "tests/randprog/test_fuse_random.py::test_fused_program_as_megakernels[")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's hook reads the xdist_group marks
 def pytest_collection_modifyitems(session, config, items):
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if item.nodeid.startswith(SHARED_FUSION) and isinstance(params.get("name"), str):
             item.add_marker(pytest.mark.xdist_group(Path(params["name"]).name))
+        elif item.nodeid.startswith(SHARED_ANALYSIS) and isinstance(params.get("seed"), int):
+            item.add_marker(pytest.mark.xdist_group(f"randprog-{params['seed']}"))
     items.sort(key=lambda item: item.nodeid in LAST)
 
 

@@ -42,6 +42,7 @@ class Analysed:
     view: object  # ModuleView of the device module
     analyzer: KernelAnalyzer  # kernel summaries, computed once per launch configuration
     uar: UAR
+    seconds: float = 0.0  # the analysis's time (frontend included where pipeline.analyse ran)
 
 
 def kernel_summaries_and_uar(original: Original) -> Analysed:

@@ -3,7 +3,9 @@ test_fuse_random.py and `scripts/fuzz.py --fuse` do for each program.
 
     out = fuse_and_verify(seed_or_program, arrangement="auto", workdir=tmp_path)
 
-1. The program is written to `workdir` and fused (`sirius.pipeline.fuse`).
+1. The program is written to `workdir` and fused (`sirius.pipeline.fuse`). A program checked
+   just before (the same source: the same seed fused another way) keeps its file and its
+   analysis (`sirius.pipeline.analyse`, frontend to UAR), and only the fusion is done again.
 2. Differential: `verify_fused` runs the original once (forward order) and the fused program
    under the forward, reverse and random:<seed> block/thread orders (bounds checked), and
    compares the observable buffers.
@@ -170,6 +172,27 @@ def reference_check(prog: RandomProgram, res, seed: int, out: FuseOutcome,
                         + "; ".join(map(str, bad)) + f"; {who}")
 
 
+# The analyses of the last programs checked (`sirius.pipeline.analyse`: frontend to UAR), by
+# source text and arch, with the file they were made from: one program fused several ways in a
+# row (plain, then as megakernels: tests/conftest.py keeps a seed's tests in one xdist worker)
+# is analysed once. An analysis is not changed by fusing (the tuner reuses one the same way).
+_RECENT: dict[tuple[str, str], tuple[Path, object]] = {}
+
+
+def _recent(source: str, arch: str) -> tuple[Path | None, object | None]:
+    path, analysed = _RECENT.get((source, arch), (None, None))
+    if path is not None and not path.exists():  # its test's directory was removed
+        return None, None
+    return path, analysed
+
+
+def _remember(source: str, arch: str, path: Path, analysed):
+    while len(_RECENT) >= 2:
+        del _RECENT[next(iter(_RECENT))]
+    _RECENT[(source, arch)] = (path, analysed)
+    return analysed
+
+
 def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None = None,
                     workdir: Path | str = ".", *, input_seed: int | None = None,
                     arch: str = "sm_80", raise_on_failure: bool = True,
@@ -183,7 +206,7 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
     `Options.smem` (concat or overlay); `unroll`: `Options.unroll` (0: host loops stay loops,
     so that with `megakernel="grid"` they become device loops)."""
     from sirius.fusion.plan.planner import Options
-    from sirius.pipeline import fuse
+    from sirius.pipeline import analyse, fuse
     from sirius.verify.differential import verify_fused
 
     t0 = time.perf_counter()
@@ -196,13 +219,19 @@ def fuse_and_verify(prog_or_seed: RandomProgram | int, arrangement: str | None =
         input_seed = seed if seed is not None else 1
     directory = Path(workdir)
     directory.mkdir(parents=True, exist_ok=True)
-    path = prog.write(directory, None if seed is not None else "randprog_drawn.cu")
+    path, analysed = _recent(prog.source, arch)
+    if path is None:
+        path = prog.write(directory, None if seed is not None else "randprog_drawn.cu")
     out = FuseOutcome(seed, arrangement, path)
     out.reproduce = reproduce_command(seed, arrangement, path, input_seed, features, megakernel,
                                       smem, unroll)
     try:
+        if analysed is None:
+            analysed = _remember(prog.source, arch, path,
+                                 analyse([path], Options(arch=arch), use_cache=True))
         res = fuse([path], Options(arch=arch, arrangement=arrangement, megakernel=megakernel,
-                                   smem=smem, unroll=unroll), use_cache=True)
+                                   smem=smem, unroll=unroll), use_cache=True,
+                   analysed=analysed)
         out.megakernels = len(res.megakernels)
         out.device_loops = sum(m.kernel is not None and m.kernel.spec.device_loop is not None
                                for m in res.megakernels)
