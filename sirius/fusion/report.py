@@ -395,16 +395,20 @@ def _before_after(res: FuseResult, plain: dict[str, str]) -> list[str]:
            f"| fused kernel | replaces | launches | registers ({arch}) | shared B |",
            "|---|---|---|---|---|"]
     seen: set[str] = set()
+    launched = {op.mangled for op in res.host.launches()}
     for rec in res.fused:
         if rec.name in seen:
             continue
         seen.add(rec.name)
         uses = sum(len(r.nodes) for r in res.fused if r.name == rec.name)
         n_rec = sum(1 for r in res.fused if r.name == rec.name)
-        members = [res.resources.get(n.launch.mangled) for n in rec.nodes]
+        before = res.original_resources()
+        members = [before.get(n.launch.mangled) for n in rec.nodes]
         mine = rec.resources.get(arch)
         regs = smem = "?"
-        if mine is not None and all(members):
+        if mine is None and rec.name not in launched:
+            regs = smem = "not launched: a megakernel runs it"
+        elif mine is not None and all(members):
             regs = f"{max(m.registers for m in members)} -> {mine.registers}"
             smem = f"{max(m.smem for m in members)} -> {mine.smem}"
         kernels = ", ".join(dict.fromkeys(plain.get(n.launch.mangled, n.launch.kernel)

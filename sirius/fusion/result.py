@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +63,12 @@ class FuseResult:
     postopt: tuple[PassStep, ...] = ()  # what each of its passes did (last round)
     megakernels: list[FusedLaunchRecord] = field(default_factory=list)  # --megakernel grid
 
+    def original_resources(self) -> dict[str, KernelResources]:
+        """ptxas resources of the original program's kernels for `options.arch` (compiled on
+        first use, once per process and module: the fused module keeps only the kernels its
+        host program launches, so a fused kernel's members are not in `resources`)."""
+        return _original_resources(self.original.program.device_ir, self.options.arch)
+
     @property
     def cooperative_kernels(self) -> tuple[str, ...]:
         """The kernels a GPU must launch cooperatively (cuLaunchCooperativeKernel): the grid
@@ -79,3 +86,10 @@ class FuseResult:
     @property
     def launches_after(self) -> int:
         return launch_count(self.host.ops)
+
+
+@functools.lru_cache(maxsize=4)
+def _original_resources(device_ir: str, arch: str) -> dict[str, KernelResources]:
+    from sirius.backend.ptx import compile_ir
+
+    return dict(compile_ir(device_ir, arch)[1].kernels)

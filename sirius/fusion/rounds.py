@@ -8,6 +8,7 @@ built again."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -16,7 +17,7 @@ from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.backend import compile_ir, violations
 from sirius.backend.limits import coresident_blocks, coresident_grid
-from sirius.fusion.codegen.emit import build
+from sirius.fusion.codegen.emit import build, keep_launched
 from sirius.fusion.megakernel import (
     device_loop,
     loop_bodies,
@@ -77,7 +78,10 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
         text = res.original.program.device_ir
         steps: tuple[PassStep, ...] = ()
         if built.module_text is not None:
-            text, host, steps = _postopt(res, built.module_text, host, progress)
+            # what the fused host program does not launch goes before the passes and PTX
+            launched = {op.mangled for op in host.launches()}
+            text, host, steps = _postopt(res, keep_launched(built.module_text, launched), host,
+                                         progress)
         progress(f"PTX and ptxas for {res.options.arch}")
         ptx, report = compile_ir(text, res.options.arch)
         bad = []
@@ -226,11 +230,22 @@ def _build_specs(specs: list[FusedKernelSpec], ir: str
     """Build every spec; a spec the generator refuses is dropped (with its reason)."""
     if not specs:
         return None, []
-    try:  # the post-fusion passes run once, on the whole module (_postopt)
-        return build(ir, specs, passes=()), []
-    except CodegenError:
-        pass
-    good, bad = [], []
+    specs, named_bad = list(specs), []
+    while specs:
+        try:  # the post-fusion passes run once, on the whole module (_postopt)
+            return build(ir, specs, passes=()), named_bad
+        except CodegenError as e:
+            # a message that names one spec is that spec's refusal: the others are tried
+            # without it (one build instead of one per spec); otherwise each alone, below
+            named = [s for s in specs if re.search(rf"(?<![\w$.]){re.escape(s.name)}(?![\w$.])",
+                                                   str(e))]
+            if len(named) != 1:
+                break
+            named_bad.append((named[0], str(e)))
+            specs.remove(named[0])
+    if not specs:
+        return None, named_bad
+    good, bad = [], named_bad
     for s in specs:
         try:
             build(ir, [s], opt_level=0)

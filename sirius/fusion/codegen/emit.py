@@ -46,14 +46,14 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import llvmlite.binding as llvm
 
-from sirius.analysis.irview import ModuleView, build_view
+from sirius.analysis.irview import ModuleView, build_view, definitions
 from sirius.backend.ptx import ptx_version_for, target_machine
 from sirius.diagnostics import SiriusError
 from sirius.frontend import llvmctx
@@ -62,7 +62,7 @@ from sirius.fusion.codegen.fragment import make_fragments
 from sirius.fusion.spec import CodegenError, FusedKernelSpec, FusedModule
 from sirius.postopt import ModulePass, PassContext, PassError, default_passes, run_pipeline
 
-__all__ = ["CodegenError", "FuseKernels", "build", "main"]
+__all__ = ["CodegenError", "FuseKernels", "build", "keep_launched", "main"]
 
 
 # entry point ------------------------------------------------------------------------------------
@@ -111,6 +111,28 @@ class FuseKernels:
 
     def run(self, device_ir: str) -> FusedModule:
         return build(device_ir, self.specs, opt_level=self.opt_level)
+
+
+def keep_launched(text: str, launched: Collection[str]) -> str:
+    """The module `text` without the kernels no launch of the fused host program uses (the
+    members of fused kernels, the vertical kernels a megakernel took in) and what only they
+    used: those become internal and LLVM's global dead-code elimination removes them (metadata
+    that named them, `nvvm.annotations`, then names nothing). The post-fusion passes, the
+    NVPTX backend and ptxas then work on what runs, not on every kernel of the original."""
+    dead = {name for name, body in definitions(text).items() if name not in launched
+            and re.match(r"define[^@{]*\bptx_kernel\b", body)}
+    if not dead:
+        return text
+    mod = _parse(text, "fused module")
+    for f in mod.functions:
+        if f.name in dead:
+            f.linkage = "internal"
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_global_dead_code_eliminate_pass()
+    pm.run(mod, llvm.create_pass_builder(target_machine(_arch(text), ptx_version_for(
+        text, _arch(text))), llvm.create_pipeline_tuning_options(0)))
+    _verify(mod, "fused module without its unlaunched kernels")
+    return str(mod)
 
 
 # helpers --------------------------------------------------------------------------------------
