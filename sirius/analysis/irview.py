@@ -211,6 +211,10 @@ def closure(roots: Collection[str], bodies: dict[str, str]) -> set[str]:
 # text, a module changed in place (a pass run on it) gets a view of its own.
 _RECENT: OrderedDict[tuple[str, frozenset[str] | None], ModuleView] = OrderedDict()
 _RECENT_SIZE = 3
+# The last whole views (only=None), by text, apart: they also serve a caller that asks for part
+# of the same module (code generation reads the members of the module the analysis viewed
+# whole), and the partial views built in between do not push them out.
+_WHOLE: OrderedDict[str, ModuleView] = OrderedDict()
 
 
 def build_view(module: llvm.ModuleRef, only: Collection[str] | None = None) -> ModuleView:
@@ -218,16 +222,26 @@ def build_view(module: llvm.ModuleRef, only: Collection[str] | None = None) -> M
     bodies and those of every function they reference, transitively, and the module's other
     definitions as entries without a body (`is_declaration` True, no text): a view of part of
     a big module (the fused kernels of a paper-shape model), which takes a fraction of the
-    time. Global variables are always all there. A view is shared: never change one."""
+    time. (A whole view of the same module built recently serves instead: read the functions
+    by name.) Global variables are always all there. A view is shared: never change one."""
     # Metadata numbers are only consistent within one print of the whole module, so every text
     # this view keeps (instructions, function bodies) is cut out of that one print.
     text = str(module)
     key = (text, None if only is None else frozenset(only))
     view = _RECENT.get(key)
+    if view is None and only is not None:  # a whole view serves any part of its module
+        view = _WHOLE.get(text)
+        if view is not None:
+            _WHOLE.move_to_end(text)
+            return view
     if view is None:
         view = _RECENT[key] = _build_view(module, text, only)
         while len(_RECENT) > _RECENT_SIZE:
             _RECENT.popitem(last=False)
+        if only is None:
+            _WHOLE[text] = view
+            while len(_WHOLE) > _RECENT_SIZE:
+                _WHOLE.popitem(last=False)
     else:
         _RECENT.move_to_end(key)
     return view

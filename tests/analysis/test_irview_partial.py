@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import llvmlite.binding as llvm
 
+from sirius.analysis import irview
 from sirius.analysis.irview import build_view
 
 IR = r"""
@@ -54,8 +55,10 @@ def _shape(view, name):
 
 
 def test_a_partial_view_holds_the_roots_and_what_they_reference() -> None:
+    irview._RECENT.clear()  # no view of this module from another test
+    irview._WHOLE.clear()
     mod = llvm.parse_assembly(IR)
-    whole, part = build_view(mod), build_view(mod, only={"k1"})
+    part, whole = build_view(mod, only={"k1"}), build_view(mod)
     assert set(part.functions) == set(whole.functions)  # every name is known (name clashes)
     for name in ("k1", "helper", "deep helper"):
         assert not part.functions[name].is_declaration
@@ -69,7 +72,19 @@ def test_a_partial_view_holds_the_roots_and_what_they_reference() -> None:
     assert call.operands[-1] is part.functions["helper"]
 
 
+def test_a_whole_view_serves_a_part_of_its_module() -> None:
+    """Once the whole module is viewed (the analysis), a view of some of its functions (code
+    generation's) is that whole view, not another walk of the module."""
+    irview._RECENT.clear()
+    irview._WHOLE.clear()
+    mod = llvm.parse_assembly(IR)
+    whole = build_view(mod)
+    assert build_view(llvm.parse_assembly(IR), only={"k1"}) is whole
+
+
 def test_roots_that_are_not_defined_are_ignored() -> None:
+    irview._RECENT.clear()
+    irview._WHOLE.clear()
     mod = llvm.parse_assembly(IR)
     part = build_view(mod, only={"llvm.fabs.f32", "nothing"})
     assert all(f.is_declaration for f in part.functions.values())
