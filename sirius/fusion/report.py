@@ -407,7 +407,7 @@ def _before_after(res: FuseResult, plain: dict[str, str]) -> list[str]:
         mine = rec.resources.get(arch)
         regs = smem = "?"
         if mine is None and rec.name not in launched:
-            regs = smem = "not launched: a megakernel runs it"
+            regs = smem = "not launched: runs inside another fused kernel"
         elif mine is not None and all(members):
             regs = f"{max(m.registers for m in members)} -> {mine.registers}"
             smem = f"{max(m.smem for m in members)} -> {mine.smem}"
