@@ -19,6 +19,10 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     # fused orders in a worker each (4 processes): the xdist workers already use every core, so
     # the suite keeps 2 (the tests of the head start turn it back on)
     os.environ.setdefault("SIRIUS_HEAD_START", "0")
+    # `sirius verify` without -j runs its orders in a pool of worker processes (a fork server
+    # and one worker per core, each importing sirius and compiling the modules): for the small
+    # programs of the suite that costs more than the runs; the tests of the pool ask for it
+    os.environ.setdefault("SIRIUS_VERIFY_JOBS", "1")
 
 
 # Tests that summarise what other tests recorded go last, so that under pytest-xdist (whose load

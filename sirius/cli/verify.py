@@ -26,6 +26,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from sirius.verify.differential import verify_fused
 
     check_inputs([Path(f) for f in args.files])
+    if args.jobs is None:
+        args.jobs = env_jobs()
     device = gpu_device(args) if args.device == "gpu" else None  # a missing GPU: said first
     say = progress(args.quiet)
     orders = tuple(args.order) if args.order else default_orders(args.seed)
@@ -47,6 +49,25 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     else:
         print(rep.render())
     return rep.exit_status
+
+
+def env_jobs() -> int | None:
+    """The worker processes when no -j is given: $SIRIUS_VERIFY_JOBS, else None (one per
+    core). The test suite sets it to 1 in its pytest-xdist workers: there both cores already
+    run a test, and a pool's fork server and workers (each importing sirius and compiling the
+    modules again) cost more than the runs of a small program (`sirius verify` of
+    kernels/matmul_bias_act.cu: 5.6 s with the pool, 3.0 s with -j 1)."""
+    import os
+
+    from sirius.diagnostics import SiriusError
+
+    text = os.environ.get("SIRIUS_VERIFY_JOBS", "").strip()
+    if not text:
+        return None
+    try:
+        return _jobs(text)
+    except argparse.ArgumentTypeError as e:
+        raise SiriusError(f"SIRIUS_VERIFY_JOBS={text!r}: {e}") from None
 
 
 def _jobs(text: str) -> int:
@@ -72,7 +93,8 @@ def register(sub) -> None:
     vp.add_argument("--exact", action="store_true", help="demand bitwise equality")
     vp.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                     help="run the original and the fused orders in N worker processes "
-                         "(default: one per core; 1: one after another in this process)")
+                         "(default: $SIRIUS_VERIFY_JOBS, else one per core; 1: one after "
+                         "another in this process)")
     vp.add_argument("--fail-fast", action="store_true",
                     help="stop at the first fused run that differs or faults")
     vp.add_argument("--device", choices=("cpu", "gpu"), default="cpu",

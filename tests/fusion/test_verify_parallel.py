@@ -109,6 +109,12 @@ def test_cli_jobs_and_fail_fast_options() -> None:
     assert "runs: 2 worker processes" in proc.stdout
     bad = run_cli("verify", prog, "-j", "0")
     assert bad.returncode == 2 and "'0' is not a number of worker processes" in bad.stderr
+    # without -j: $SIRIUS_VERIFY_JOBS (the suite sets 1), checked like -j
+    serial = run_cli("verify", prog, "--json", "-q", env_changes={"SIRIUS_VERIFY_JOBS": "1"})
+    assert serial.returncode == 0 and json.loads(serial.stdout)["jobs"] == 1
+    bad = run_cli("verify", prog, env_changes={"SIRIUS_VERIFY_JOBS": "two"})
+    assert bad.returncode == 2 and "SIRIUS_VERIFY_JOBS='two'" in bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_fail_fast_when_the_originals_finish_out_of_order(monkeypatch) -> None:
@@ -194,7 +200,8 @@ def test_a_reference_run_for_other_inputs_is_not_used() -> None:
 def test_cli_verify_starts_the_reference_during_the_fusion_where_it_saves_a_round() -> None:
     prog = str(ROOT / "kernels" / "elementwise_chain.cu")
     started = "running the original program (forward order, seed 7) (started during the fusion)"
-    on = {"SIRIUS_HEAD_START": None}  # the default (the suite turns it off)
+    on = {"SIRIUS_HEAD_START": None,  # the defaults (the suite turns them off)
+          "SIRIUS_VERIFY_JOBS": None}
     # 3 workers: the 3 fused orders in one round instead of two
     out = run_cli("verify", prog, "-j", "3", env_changes=on)
     assert out.returncode == 0, out.stderr
