@@ -84,24 +84,28 @@ def round_exact(x: float | Fraction, ty: str, mode: str = "rn", neg_zero: bool =
             return f.inf | (sign_bit if x < 0 else 0)
         if x == 0:
             return sign_bit if math.copysign(1, x) < 0 else 0
-        x = Fraction(x)
-    if x == 0:
+        p, q = x.as_integer_ratio()
+    else:
+        p, q = x.numerator, x.denominator
+    if p == 0:
         return sign_bit if neg_zero else 0
-    neg = x < 0
-    a = -x if neg else x
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    if Fraction(2) ** e > a:
+    neg = p < 0
+    p = -p if neg else p
+    # integers only (Fractions made the table tests' references most of their time):
+    # e = floor(log2(p / q)), then n + rem = (p / q) / 2^(e - frac), all exact
+    e = p.bit_length() - q.bit_length()
+    if (q << e if e >= 0 else q) > (p if e >= 0 else p << -e):
         e -= 1
     emin = 1 - f.bias
     e = max(e, emin)
-    q = a / Fraction(2) ** (e - f.frac)
-    n = q.numerator // q.denominator
-    rem = q - n
+    shift = f.frac - e
+    num, den = (p << shift, q) if shift >= 0 else (p, q << -shift)
+    n, r = divmod(num, den)
     away = (mode == "rp" and not neg) or (mode == "rm" and neg)
     if mode == "rn":
-        n += rem > Fraction(1, 2) or (rem == Fraction(1, 2) and n % 2 == 1)
+        n += 2 * r > den or (2 * r == den and n % 2 == 1)
     elif away:
-        n += rem != 0
+        n += r != 0
     bits = ((e - emin) << f.frac) + n
     if bits >= f.inf:
         bits = f.inf if (mode == "rn" or away) else f.inf - 1
