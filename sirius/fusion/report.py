@@ -396,13 +396,13 @@ def _before_after(res: FuseResult, plain: dict[str, str]) -> list[str]:
            "|---|---|---|---|---|"]
     seen: set[str] = set()
     launched = {op.mangled for op in res.host.launches()}
+    before = res.original_resources() if res.fused else {}
     for rec in res.fused:
         if rec.name in seen:
             continue
         seen.add(rec.name)
         uses = sum(len(r.nodes) for r in res.fused if r.name == rec.name)
         n_rec = sum(1 for r in res.fused if r.name == rec.name)
-        before = res.original_resources()
         members = [before.get(n.launch.mangled) for n in rec.nodes]
         mine = rec.resources.get(arch)
         regs = smem = "?"

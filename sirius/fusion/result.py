@@ -67,7 +67,7 @@ class FuseResult:
         """ptxas resources of the original program's kernels for `options.arch` (compiled on
         first use, once per process and module: the fused module keeps only the kernels its
         host program launches, so a fused kernel's members are not in `resources`)."""
-        return _original_resources(self.original.program.device_ir, self.options.arch)
+        return original_resources(self.original.program.device_ir, self.options.arch)
 
     @property
     def cooperative_kernels(self) -> tuple[str, ...]:
@@ -89,7 +89,9 @@ class FuseResult:
 
 
 @functools.lru_cache(maxsize=4)
-def _original_resources(device_ir: str, arch: str) -> dict[str, KernelResources]:
+def original_resources(device_ir: str, arch: str) -> dict[str, KernelResources]:
+    """ptxas resources of every kernel of the device module `device_ir` for `arch` (compiled
+    once per process and module: the report and the tuner's original both read them)."""
     from sirius.backend.ptx import compile_ir
 
     return dict(compile_ir(device_ir, arch)[1].kernels)

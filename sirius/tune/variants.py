@@ -141,7 +141,6 @@ class _Session:
     analysed: object                  # fusion.driver.Analysed
     dtypes: dict
     plans: dict = field(default_factory=dict)   # (split, arrangement) -> Plan
-    resources: dict | None = None     # ptxas of the original module
 
 
 _SESSIONS: dict[Source, _Session] = {}
@@ -236,8 +235,8 @@ def mixed_plan(req: Request):
 def build(req: Request, measure: bool = True):
     """Build `req` in this process: (VariantResult, FuseResult or None for the original);
     `measure=False` skips the executor runs (the result then has no counts)."""
-    from sirius.backend import compile_ir
     from sirius.fusion.driver import generate
+    from sirius.fusion.result import original_resources
     from sirius.tune import counts as C
 
     t0 = time.perf_counter()
@@ -245,8 +244,6 @@ def build(req: Request, measure: bool = True):
     s = session(src)
     o = s.original
     if req.original:
-        if s.resources is None:
-            s.resources = dict(compile_ir(o.program.device_ir, src.arch)[1].kernels)
         # the original as written, its prepare launches marked (the same launches in the same
         # order: the interpreter runs it as the original); no planning needed for that
         from sirius.fusion.plan.prepare import find_prepare, params_for
@@ -254,7 +251,8 @@ def build(req: Request, measure: bool = True):
         params, source = params_for(src.files, src.params)
         host = find_prepare(o.host, s.analysed.uar, o.kernels, params, source).host \
             if params else o.host
-        counts = C.measure(host, o.program.device_ir, src.files, o.kernels, s.resources,
+        counts = C.measure(host, o.program.device_ir, src.files, o.kernels,
+                           original_resources(o.program.device_ir, src.arch),
                            seed=src.seed, dtypes=s.dtypes, regions=False)
         from sirius.analysis.host.model import launch_count
 

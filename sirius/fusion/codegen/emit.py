@@ -129,8 +129,9 @@ def keep_launched(text: str, launched: Collection[str]) -> str:
             f.linkage = "internal"
     pm = llvm.create_new_module_pass_manager()
     pm.add_global_dead_code_eliminate_pass()
-    pm.run(mod, llvm.create_pass_builder(target_machine(_arch(text), ptx_version_for(
-        text, _arch(text))), llvm.create_pipeline_tuning_options(0)))
+    arch = _arch(text)
+    pm.run(mod, llvm.create_pass_builder(target_machine(arch, ptx_version_for(text, arch)),
+                                         llvm.create_pipeline_tuning_options(0)))
     _verify(mod, "fused module without its unlaunched kernels")
     return str(mod)
 
