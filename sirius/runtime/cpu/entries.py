@@ -56,18 +56,22 @@ def thread_wrapper(index: int, header: str, fn: Function, loops: bool = False) -
     `i32 __sirius_thread_N(ptr args, ptr frame, i32 state)`, one step of one thread."""
     name = re.search(r'@("[^"]+"|[-\w.$]+)\(', header).group(1)
     params, _ = call_args(header, name)
-    lines = [f"define i32 @__sirius_thread_{index}(ptr %args, ptr %frame, i32 %state) {{"
+    # a work-item-loop thread is internal: only its block loop (block_wrapper) calls it
+    lines = [f"define internal i32 @__sirius_thread_{index}(ptr %args, ptr %frame, i32 %state) {{"
              if loops else f"define void @__sirius_thread_{index}(ptr %args) {{", "entry:"]
+    # the argument array and what it points to do not change during a launch: marked
+    # invariant, the block loop loads them once, not once per thread and stop
+    inv = ", !invariant.load !{}" if loops else ""
     passed = []
     for i, (arg, ptext) in enumerate(zip(fn.args, params, strict=True)):
         ty = arg.type
         lines.append(f"  %p{i} = getelementptr inbounds ptr, ptr %args, i64 {i}")
-        lines.append(f"  %a{i} = load ptr, ptr %p{i}, align 8")
+        lines.append(f"  %a{i} = load ptr, ptr %p{i}, align 8{inv}")
         byval = re.search(r"byval\(([^)]*)\)", ptext)
         if byval:
             passed.append(f"ptr byval({byval.group(1)}) %a{i}")
         else:
-            lines.append(f"  %v{i} = load {ty}, ptr %a{i}, align 1")
+            lines.append(f"  %v{i} = load {ty}, ptr %a{i}, align 1{inv}")
             passed.append(f"{ty} %v{i}")
     if loops:
         passed += ["ptr %frame", "i32 %state"]
@@ -77,6 +81,56 @@ def thread_wrapper(index: int, header: str, fn: Function, loops: bool = False) -
     else:
         lines += [f"  call void @{name}({', '.join(passed)})", "  ret void", "}"]
     return "\n".join(lines)
+
+
+def block_wrapper(index: int) -> str:
+    """`i32 __sirius_block_N(args, frames, frame_bytes, list, count, tids, res)`: one round of a
+    work-item-loop kernel over the threads of a block (`run_block_loops` in sirius_rt.c). For
+    each thread index i of `list[0, count)`, in that order, it sets the context's thread id from
+    `tids[3 i]`, runs thread i from `res[i]` (the state it stopped with; a warp stop's top bit
+    cleared) in its frame `frames + i * frame_bytes`, and writes where it stopped into `res[i]`.
+    It returns 1 when every thread stopped in the same place, else 0. The loop lives here rather
+    than in the runtime so that a stop costs no call and no reload of the arguments."""
+    k = index
+    return "\n".join([
+        f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
+        "i32 %count, ptr %tids, ptr %res) {",
+        "entry:",
+        "  br label %loop",
+        "loop:",
+        "  %k = phi i32 [ 0, %entry ], [ %k1, %loop ]",
+        "  %lo = phi i32 [ -1, %entry ], [ %lo1, %loop ]",
+        "  %hi = phi i32 [ 0, %entry ], [ %hi1, %loop ]",
+        "  %k64 = zext i32 %k to i64",
+        "  %lp = getelementptr inbounds i32, ptr %list, i64 %k64",
+        "  %i = load i32, ptr %lp, align 4",
+        "  %i64 = zext i32 %i to i64",
+        "  %t3 = mul i64 %i64, 12",
+        "  %tp = getelementptr inbounds i8, ptr %tids, i64 %t3",
+        "  call void @llvm.memcpy.p0.p0.i64(ptr align 64 @__sirius_ctx, ptr align 4 %tp, "
+        "i64 12, i1 false)",
+        "  %off = mul i64 %i64, %fb",
+        "  %frame = getelementptr inbounds i8, ptr %frames, i64 %off",
+        "  %rp = getelementptr inbounds i32, ptr %res, i64 %i64",
+        "  %st = load i32, ptr %rp, align 4",
+        "  %st1 = and i32 %st, 2147483647",
+        f"  %r = call i32 @__sirius_thread_{k}(ptr %args, ptr %frame, i32 %st1) alwaysinline",
+        "  store i32 %r, ptr %rp, align 4",
+        "  %lo1 = call i32 @llvm.umin.i32(i32 %lo, i32 %r)",
+        "  %hi1 = call i32 @llvm.umax.i32(i32 %hi, i32 %r)",
+        "  %k1 = add nuw i32 %k, 1",
+        "  %more = icmp ult i32 %k1, %count",
+        "  br i1 %more, label %loop, label %done",
+        "done:",
+        "  %same = icmp eq i32 %lo1, %hi1",
+        "  %z = zext i1 %same to i32",
+        "  ret i32 %z",
+        "}"])
+
+
+BLOCK_DECLS = ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
+               "declare i32 @llvm.umin.i32(i32, i32)",
+               "declare i32 @llvm.umax.i32(i32, i32)")
 
 
 @dataclass(frozen=True, slots=True)

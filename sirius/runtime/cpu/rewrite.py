@@ -38,7 +38,9 @@ from sirius.runtime.cpu import native as N
 from sirius.runtime.cpu import ptxlift, wiloop
 from sirius.runtime.cpu.checks import access_check_ir
 from sirius.runtime.cpu.entries import (
+    BLOCK_DECLS,
     Segments,
+    block_wrapper,
     segment_wrapper,
     segments_of,
     split_top,
@@ -57,10 +59,17 @@ _RENAMED = {"vprintf": "sirius_rt_vprintf"}
 
 
 
+def _entry_symbol(k: int, loops: bool) -> str:
+    """What the runtime calls for kernel entry k: a thread, or a work-item-loop kernel's round
+    over a block (entries.block_wrapper)."""
+    return f"__sirius_block_{k}" if loops else f"__sirius_thread_{k}"
+
+
 @dataclass(frozen=True, slots=True)
 class KernelEntry:
     name: str             # the mangled name of the kernel
-    thread_fn: str        # the wrapper that runs one thread of it
+    thread_fn: str        # the wrapper that runs one thread of it (work-item loops: a round of
+                          # the block, entries.block_wrapper)
     params: tuple[str, ...]
     fibers: bool          # has barriers or warp operations: needs cooperative threads
     rejected: str | None  # why the executor cannot run it (inline PTX, unknown intrinsic, ...)
@@ -366,19 +375,23 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
                     replaced.append((spans[fn.name], lw.text))
         if seg is not None:  # a megakernel's segment: the kernel's arguments, its call
             kfn, kheader, callee, call, it = segment_calls[seg]
-            entries[seg] = KernelEntry(seg, f"__sirius_thread_{k}",
+            entries[seg] = KernelEntry(seg, _entry_symbol(k, lw is not None),
                                        tuple(a.type for a in kfn.args) + (("i32",) if it
                                                                            else ()),
                                        bool(r & st.fibers), why, lw is not None,
                                        lw.frame_bytes if lw is not None else 0)
             wrappers.append(segment_wrapper(k, kheader, kfn, callee, call, lw is not None,
                                             it))
+            if lw is not None:
+                wrappers.append(block_wrapper(k))
             continue
-        entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
+        entries[fn.name] = KernelEntry(fn.name, _entry_symbol(k, lw is not None),
                                        tuple(a.type for a in fn.args),
                                        bool(r & st.fibers), why, lw is not None,
                                        lw.frame_bytes if lw is not None else 0)
         wrappers.append(thread_wrapper(k, header, fn, lw is not None))
+        if lw is not None:
+            wrappers.append(block_wrapper(k))
     for (lo, hi), text in sorted(replaced, reverse=True):
         out[lo:hi] = text
 
@@ -396,6 +409,11 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         *st.externs.values(),
         *(access_check_ir(len(st.sites)) if instrument else ()),
     ]
+    if any(e.loops for e in entries.values()):  # what the block loops call
+        declared = {m.group(1) for ln in out if ln.startswith("declare ")
+                    for m in [re.search(r"@([-\w.$]+)\(", ln)] if m}
+        prelude += [d for d in BLOCK_DECLS
+                    if re.search(r"@([-\w.$]+)\(", d).group(1) not in declared]
     # the prelude goes after the target lines
     k = next(i for i, ln in enumerate(out) if ln.startswith("target triple")) + 1
     final = out[:k] + prelude + out[k:] + wrappers

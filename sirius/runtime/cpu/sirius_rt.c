@@ -107,6 +107,13 @@ typedef void (*thread_fn)(void **args);
 // at site s) to its next barrier (returns s + 1), its next warp operation (returns
 // (s + 1) | WARP_STOP, its record written) or its end (returns 0)
 typedef uint32_t (*cont_fn)(void **args, char *frame, uint32_t state);
+// what the runtime calls for such a kernel (block_wrapper in entries.py): one round over the
+// threads list[0, count), in that order; each thread i runs from res[i] (a warp stop's bit
+// cleared) in its frame, with its ids from tids[3 i], and res[i] becomes where it stopped.
+// Returns 1 when every thread stopped in the same place.
+typedef uint32_t (*block_fn)(void **args, char *frames, uint64_t frame_bytes,
+                             const uint32_t *list, uint32_t count, const uint32_t *tids,
+                             uint32_t *res);
 
 enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
 enum { MODE_FAST = 0, MODE_FIBERS = 1, MODE_LOOPS = 2 };
@@ -188,7 +195,6 @@ typedef struct {
     int state;
     int bar_id, bar_count, bar_site, bar_red, bar_pred;
     wrec wr;          // fibers: the warp operation
-    uint32_t resume;  // MODE_LOOPS: where the thread goes on (cont_fn's state)
 } fiber;
 
 struct worker {
@@ -222,6 +228,9 @@ struct worker {
     uint64_t barriers;
     uint32_t block_linear;
     uint32_t *perm;
+    uint32_t *seq;    // MODE_LOOPS: the block's threads in forward or reverse order
+    uint32_t *sel;    // MODE_LOOPS: the threads that run in a round
+    uint32_t *res;    // MODE_LOOPS: where each thread stopped (block_fn's res)
     uint32_t *tids;   // the thread ids (x, y, z) of each linear thread id of the block
     uint64_t rng;
     trace_rec *trace;
@@ -405,43 +414,72 @@ uint32_t sirius_rt_warp(sirius_ctx *c, int32_t op, uint32_t mask, uint32_t val, 
     return f->wr.result;
 }
 
-static void complete_warp(worker *w, int warp0, uint32_t present) {
-    uint32_t val[32];
-    wrec *r0 = rec_of(w, warp0 + __builtin_ctz(present));
-    int same = 1;  // every lane's shuffle the same as the first's (the usual case)
-    for (uint32_t m = present; m; m &= m - 1) {
-        wrec *f = rec_of(w, warp0 + __builtin_ctz(m));
-        val[__builtin_ctz(m)] = f->val;
-        same &= f->op == r0->op && f->b == r0->b && f->c == r0->c;
+// The lane whose value lane `lane` of a shuffle reads (its own when the source is out of
+// range), as PTX defines shfl.sync's clamp and segment mask operand `c` (c & 31: the clamp,
+// c >> 8 & 31: the segment mask).
+static inline uint32_t shfl_source(int op, uint32_t lane, uint32_t b, uint32_t c) {
+    uint32_t seg = (c >> 8) & 31, clamp = c & 31;
+    uint32_t maxl = (lane & seg) | (clamp & ~seg), minl = lane & seg;
+    int32_t j = 0;
+    int ok = 0;
+    switch (op) {
+    case W_SHFL_UP: j = (int32_t)lane - (int32_t)b; ok = j >= (int32_t)maxl; break;
+    case W_SHFL_DOWN: j = (int32_t)(lane + b); ok = j <= (int32_t)maxl; break;
+    case W_SHFL_BFLY: j = (int32_t)(lane ^ b); ok = j <= (int32_t)maxl; break;
+    default: j = (int32_t)(minl | (b & 31 & ~seg)); ok = j <= (int32_t)maxl; break;
     }
-    if (same && (r0->op == W_SHFL_DOWN || r0->op == W_SHFL_BFLY) && (r0->c >> 8 & 31) == 0) {
-        // the source lane of each lane is lane + b or lane ^ b, within the clamp (c & 31)
-        uint32_t clamp = r0->c & 31, b = r0->b;
-        for (uint32_t m = present; m; m &= m - 1) {
-            uint32_t lane = (uint32_t)__builtin_ctz(m);
-            uint32_t j = r0->op == W_SHFL_DOWN ? lane + b : lane ^ b;
-            if (j > clamp || !(present >> j & 1)) j = lane;
-            rec_of(w, warp0 + (int)lane)->result = val[j];
-            w->fibers[warp0 + (int)lane].state = RUN;
-        }
+    return !ok || j < 0 || j > 31 ? lane : (uint32_t)j;
+}
+
+// A full warp whose 32 lanes do one shuffle (the same operands b and c) or activemask: TVM's
+// reductions. 1 when done; 0 for any other case.
+static int complete_full_warp(worker *w, int warp0) {
+    char *base = w->recs + (size_t)warp0 * w->rec_stride;
+    size_t stride = w->rec_stride;
+    const wrec *r0 = (const wrec *)base;
+    int32_t op = r0->op;
+    uint32_t b = r0->b, c = r0->c, val[32];
+    if (op > W_SHFL_BFLY && op != W_ACTIVEMASK) return 0;
+    int same = 1;
+    for (int l = 0; l < 32; ++l) {
+        const wrec *f = (const wrec *)(base + (size_t)l * stride);
+        val[l] = f->val;
+        same &= (f->op == op) & (f->b == b) & (f->c == c);
+    }
+    if (!same) return 0;
+    if (op == W_ACTIVEMASK) {
+        for (int l = 0; l < 32; ++l) ((wrec *)(base + (size_t)l * stride))->result = 0xffffffffu;
+        return 1;
+    }
+    uint32_t src[32];
+    if (op == W_SHFL_DOWN && (c >> 8 & 31) == 0)
+        for (uint32_t l = 0; l < 32; ++l) src[l] = l + b <= (c & 31) ? l + b : l;
+    else if (op == W_SHFL_BFLY && (c >> 8 & 31) == 0)
+        for (uint32_t l = 0; l < 32; ++l) src[l] = (l ^ b) <= (c & 31) ? l ^ b : l;
+    else
+        for (uint32_t l = 0; l < 32; ++l) src[l] = shfl_source(op, l, b, c);
+    for (int l = 0; l < 32; ++l) ((wrec *)(base + (size_t)l * stride))->result = val[src[l]];
+    return 1;
+}
+
+// `set_run`: mark the lanes runnable (not in run_block_loops' all-runnable mode, where the
+// fibers' states are not kept)
+static void complete_warp(worker *w, int warp0, uint32_t present, int set_run) {
+    if (present == 0xffffffffu && complete_full_warp(w, warp0)) {
+        if (set_run)
+            for (int l = 0; l < 32; ++l) w->fibers[warp0 + l].state = RUN;
         return;
     }
+    uint32_t val[32];
+    for (uint32_t m = present; m; m &= m - 1)
+        val[__builtin_ctz(m)] = rec_of(w, warp0 + __builtin_ctz(m))->val;
     for (uint32_t m = present; m; m &= m - 1) {
         int l = __builtin_ctz(m);
         wrec *f = rec_of(w, warp0 + l);
         uint32_t r = 0, lane = (uint32_t)l;
         if (f->op <= W_SHFL_BFLY) {
-            uint32_t seg = (f->c >> 8) & 31, clamp = f->c & 31;
-            uint32_t maxl = (lane & seg) | (clamp & ~seg), minl = lane & seg;
-            int32_t j = 0; int ok = 0;
-            switch (f->op) {
-            case W_SHFL_UP: j = (int32_t)lane - (int32_t)f->b; ok = j >= (int32_t)maxl; break;
-            case W_SHFL_DOWN: j = (int32_t)(lane + f->b); ok = j <= (int32_t)maxl; break;
-            case W_SHFL_BFLY: j = (int32_t)(lane ^ f->b); ok = j <= (int32_t)maxl; break;
-            default: j = (int32_t)(minl | (f->b & 31 & ~seg)); ok = j <= (int32_t)maxl; break;
-            }
-            if (!ok || j < 0 || j > 31 || !(present >> j & 1)) j = (int32_t)lane;
-            r = val[j];
+            uint32_t j = shfl_source(f->op, lane, f->b, f->c);
+            r = present >> j & 1 ? val[j] : val[lane];
         } else if (f->op == W_BALLOT || f->op == W_ANY || f->op == W_ALL || f->op == W_UNI) {
             uint32_t bal = 0, mm = f->mask & present;
             for (int k = 0; k < 32; ++k)
@@ -458,8 +496,9 @@ static void complete_warp(worker *w, int warp0, uint32_t present) {
         }
         f->result = r;
     }
-    for (uint32_t m = present; m; m &= m - 1)
-        w->fibers[warp0 + __builtin_ctz(m)].state = RUN;
+    if (set_run)
+        for (uint32_t m = present; m; m &= m - 1)
+            w->fibers[warp0 + __builtin_ctz(m)].state = RUN;
 }
 
 // Try to complete one warp operation or barrier; 1 when something became runnable.
@@ -485,7 +524,7 @@ static int release(worker *w) {
                 }
             done_sites |= group;
             if (rl->op == W_ACTIVEMASK || ((need & live) & ~group) == 0) {
-                complete_warp(w, warp0, group);
+                complete_warp(w, warp0, group, 1);
                 return 1;
             }
         }
@@ -543,7 +582,7 @@ static int release_converged_warps(worker *w) {
             group |= 1u << l;
         }
         if (ok && group) {
-            complete_warp(w, warp0, group);
+            complete_warp(w, warp0, group, 1);
             ++done;
         }
     }
@@ -622,20 +661,75 @@ static void run_block_fibers(worker *w) {
     }
 }
 
+// MODE_LOOPS: thread i's state from where its continuation stopped (r: block_fn's res): exited, at
+// a warp operation (its record's site set, the warp's arrivals noted), or at a barrier.
+static void settle(worker *w, int i, uint32_t r, int *waiting, int *warps) {
+    fiber *f = &w->fibers[i];
+    if (r == 0) {
+        f->state = EXITED;
+        w->wlive[i >> 5] &= ~(1u << (i & 31));
+    } else if (r & WARP_STOP) {  // the continuation wrote its record (op, operands)
+        f->state = AT_WARP;
+        int32_t site = (int32_t)(r & ~WARP_STOP) - 1;
+        rec_of(w, i)->site = site;
+        *warps = 1;
+        int q = i >> 5;
+        if (!w->warr[q]) w->wsite[q] = site;
+        else if (w->wsite[q] != site) w->wmixed[q] = 1;
+        w->warr[q] |= 1u << (i & 31);
+    } else {
+        f->state = AT_BARRIER;
+        f->bar_id = 0;
+        f->bar_count = 0;
+        f->bar_site = (int)(r - 1);
+        f->bar_red = 0;
+        f->bar_pred = 0;
+        ++*waiting;
+    }
+}
+
+// MODE_LOOPS, every lane of every warp just past one warp operation: each warp goes on by
+// itself, from one warp operation to the next, until its lanes stop anywhere else (a barrier,
+// the end, warp operations at different sites). Warps share nothing between two barriers that
+// a race-free kernel may read, and their 32 frames stay in the cache where a round of the
+// whole block would not keep 256. Warps run in the order (forward, reverse, a random order
+// drawn here), and the lanes of a warp in a new order at each step. Every thread's state is
+// settled on return.
+static void run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
+    launch_desc *d = w->d;
+    int n = w->nthreads, nwarps = (n + 31) / 32;
+    uint32_t worder[32], lorder[32], list[32];
+    make_order(worder, (uint32_t)nwarps, d->order, &w->rng);
+    for (int qi = 0; qi < nwarps; ++qi) {
+        int q = (int)worder[qi], lanes = n - 32 * q < 32 ? n - 32 * q : 32;
+        for (;;) {
+            make_order(lorder, (uint32_t)lanes, d->order, &w->rng);
+            for (int l = 0; l < lanes; ++l) list[l] = 32 * (uint32_t)q + lorder[l];
+            uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, (uint32_t)lanes,
+                               w->tids, w->res);
+            if (!same || !(w->res[list[0]] & WARP_STOP)) break;
+            complete_warp(w, 32 * q, w->wlive[q], 0);
+        }
+        for (int l = 0; l < lanes; ++l) {
+            int i = 32 * q + l;
+            memcpy(w->fibers[i].tid, w->tids + 3 * (size_t)i, sizeof w->fibers[i].tid);
+            settle(w, i, w->res[i], waiting, warps);
+        }
+    }
+}
+
 // The fiber scheduler's rounds with calls instead of context switches: every round draws a new
 // order and runs each runnable thread to its next barrier or its end; a round where none could
-// run releases a barrier (release() as for fibers) or reports the block stuck.
+// run releases a barrier (release() as for fibers) or reports the block stuck. The threads of a
+// round run in one call of the kernel's block loop (block_fn). While every thread is runnable
+// (`all_run`, the common case) the fibers' states are not kept (they are all RUN; `res` says
+// where each resumes), and a round where every thread stops at one barrier or one warp
+// operation completes it without a look at each thread.
 static void run_block_loops(worker *w) {
     launch_desc *d = w->d;
     int n = w->nthreads;
-    cont_fn fn = (cont_fn)(void *)w->fn;
-    for (int i = 0; i < n; ++i) {
-        fiber *f = &w->fibers[i];
-        set_ids(w, (uint32_t)i);
-        memcpy(f->tid, w->ctx->tid, sizeof f->tid);
-        f->state = RUN;
-        f->resume = 0;
-    }
+    block_fn fn = (block_fn)(void *)w->fn;
+    memset(w->res, 0, (size_t)n * sizeof *w->res);
     w->recs = w->frames;
     w->rec_stride = d->frame_bytes;
     int nwarps = (n + 31) / 32;
@@ -645,82 +739,90 @@ static void run_block_loops(worker *w) {
         w->warr[k] = 0;
         w->wmixed[k] = 0;
     }
+    int all_run = 1;
     if (setjmp(w->jb)) return;
     for (;;) {
         int ran = 0, waiting = 0, warps = 0;
-        // forward and reverse need no table (make_order would write the same one each round)
+        // forward and reverse need no new table (make_order would write the same one each round)
         if (d->order == ORDER_RANDOM) make_order(w->perm, (uint32_t)n, d->order, &w->rng);
-        for (int k = 0; k < n; ++k) {
-            int i = d->order == ORDER_FORWARD ? k : d->order == ORDER_REVERSE ? n - 1 - k
-                  : (int)w->perm[k];
-            fiber *f = &w->fibers[i];
-            if (f->state != RUN) continue;
-            memcpy(w->ctx->tid, f->tid, sizeof f->tid);
-            char *frame = w->frames + (size_t)i * d->frame_bytes;
-            uint32_t r = fn(d->args, frame, f->resume);
-            if (r == 0) {
-                f->state = EXITED;
-                w->wlive[i >> 5] &= ~(1u << (i & 31));
-            } else if (r & WARP_STOP) {  // the continuation wrote its record (op, operands)
-                r &= ~WARP_STOP;
-                f->state = AT_WARP;
-                f->resume = r;
-                int32_t site = (int32_t)r - 1;
-                ((wrec *)frame)->site = site;
-                warps = 1;
-                int k = i >> 5;
-                if (!w->warr[k]) w->wsite[k] = site;
-                else if (w->wsite[k] != site) w->wmixed[k] = 1;
-                w->warr[k] |= 1u << (i & 31);
-            } else {
-                f->state = AT_BARRIER;
-                f->bar_id = 0;
-                f->bar_count = 0;
-                f->bar_site = (int)(r - 1);
-                f->bar_red = 0;
-                f->bar_pred = 0;
-                f->resume = r;
-                ++waiting;
-            }
+        const uint32_t *order = d->order == ORDER_RANDOM ? w->perm : w->seq;
+        const uint32_t *list = order;
+        uint32_t count = (uint32_t)n;
+        if (!all_run) {
+            count = 0;
+            for (int k = 0; k < n; ++k)
+                if (w->fibers[order[k]].state == RUN) w->sel[count++] = order[k];
+            list = w->sel;
+        }
+        if (count) {
+            uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, count, w->tids, w->res);
             ran = 1;
+            if (same && all_run) {
+                uint32_t r0 = w->res[list[0]];
+                if (r0 == 0) return;  // every thread ran to its end
+                if (r0 & WARP_STOP) {  // every lane of every warp at one warp operation
+                    for (int k = 0; k < nwarps; ++k) complete_warp(w, 32 * k, w->wlive[k], 0);
+                    run_warps(w, fn, &waiting, &warps);
+                    all_run = 0;
+                    count = 0;  // settled
+                }
+                else {
+                    // every thread at one barrier: the fiber scheduler's round where none runs
+                    // (one more draw), then the release
+                    if (d->order == ORDER_RANDOM)
+                        make_order(w->perm, (uint32_t)n, d->order, &w->rng);
+                    ++w->barriers;
+                    continue;
+                }
+            }
+            if (all_run) {  // the fibers' states from here on
+                for (int i = 0; i < n; ++i) {
+                    w->fibers[i].state = RUN;
+                    memcpy(w->fibers[i].tid, w->tids + 3 * (size_t)i, sizeof w->fibers[i].tid);
+                }
+                all_run = 0;
+            }
+            for (uint32_t k = 0; k < count; ++k)
+                settle(w, (int)list[k], w->res[list[k]], &waiting, &warps);
         }
         // After a round every thread waits or has exited (each ran to its next stop). With
         // barriers only, the fiber scheduler's empty round (one more random draw) comes first,
         // so the orders are the fiber scheduler's; with warp operations it is skipped.
+        int resumed = 0;
         if (warps) {
             // the warps whose live lanes all stopped at one site in this round: complete them
             // here, without a scan of the block (release_converged_warps' case)
             int done = 0;
             for (int k = 0; k < nwarps; ++k) {
                 if (w->warr[k] && !w->wmixed[k] && w->warr[k] == w->wlive[k]) {
-                    complete_warp(w, 32 * k, w->warr[k]);
+                    complete_warp(w, 32 * k, w->warr[k], 1);
                     ++done;
                 }
                 w->warr[k] = 0;
                 w->wmixed[k] = 0;
             }
-            if (done) continue;
+            resumed = done > 0;
         }
-        if (!ran || warps) {
+        if (!resumed && (!ran || warps)) {
             int live = 0;
             for (int i = 0; i < n; ++i) live += w->fibers[i].state != EXITED;
             if (!live) return;
-            if (release_converged_warps(w)) continue;
-            if (!release(w)) {
+            if (!release_converged_warps(w) && !release(w)) {
                 report_stuck(w);
                 w->faulted = 1;
                 return;
             }
-            continue;
-        }
-        // The common case in one step: every thread of the block waits at a barrier. The fiber
-        // scheduler would draw one more order (a round where none runs), then release() them
-        // all: the same draw and the same release here, without scanning the block.
-        if (waiting == n) {
+        } else if (!resumed && waiting == n) {
+            // The common case in one step: every thread of the block waits at a barrier. The
+            // fiber scheduler would draw one more order (a round where none runs), then
+            // release() them all: the same draw and the same release here, without scanning
+            // the block.
             if (d->order == ORDER_RANDOM) make_order(w->perm, (uint32_t)n, d->order, &w->rng);
             for (int i = 0; i < n; ++i) w->fibers[i].state = RUN;
             ++w->barriers;
         }
+        all_run = 1;
+        for (int i = 0; i < n && all_run; ++i) all_run = w->fibers[i].state == RUN;
     }
 }
 
@@ -1037,6 +1139,13 @@ int sirius_launch(launch_desc *d) {
         w->trace_len = 0;
         w->rng = d->seed * 0x2545f4914f6cdd1dull + (uint64_t)i + 1;
         w->perm = realloc(w->perm, nthreads * sizeof(uint32_t));
+        if (d->use_fibers == MODE_LOOPS) {
+            w->seq = realloc(w->seq, nthreads * sizeof(uint32_t));
+            w->sel = realloc(w->sel, nthreads * sizeof(uint32_t));
+            w->res = realloc(w->res, nthreads * sizeof(uint32_t));
+            for (uint32_t t = 0; t < nthreads; ++t)
+                w->seq[t] = d->order == ORDER_REVERSE ? nthreads - 1 - t : t;
+        }
         w->tids = realloc(w->tids, 3 * (size_t)nthreads * sizeof(uint32_t));
         make_tids(w->tids, d->block, nthreads);
         if (!w->altstack) w->altstack = malloc(ALTSTACK_BYTES);
