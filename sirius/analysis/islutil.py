@@ -22,8 +22,16 @@ R = TypeVar("R")
 def bounded(operations: int, f: Callable[[], R], default: R) -> R:
     """f() if isl finishes it within `operations` elementary operations, else `default`.
     (Some questions, like the equality of two sets with many divisions, can take isl minutes;
-    every caller passes the conservative answer as the default.)"""
+    every caller passes the conservative answer as the default.)
+    Inside another bounded() call the outer budget holds: the count goes on (isl cannot say how
+    much of it is left), and once it is spent every isl call fails, so each level returns its
+    default."""
     ctx = isl.DEFAULT_CONTEXT
+    if ctx.get_max_operations():
+        try:
+            return f()
+        except isl.Error:
+            return default
     ctx.reset_operations()
     ctx.set_max_operations(operations)
     try:
