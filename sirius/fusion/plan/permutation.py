@@ -118,9 +118,8 @@ def permutation_member(producer: Member, writes: isl.Map, reads: isl.Map,
         same = rw.apply_range(rw.reverse())
         ident = isl.Map("{ M[" + ", ".join(IDS) + "] -> M[" + ", ".join(IDS) + "] }")
         if not same.is_subset(ident.align_params(same.get_space())):
-            bad = same.subtract(ident.align_params(same.get_space()))
             return no("its read index is not injective (two instances read one element, "
-                      f"e.g. {_point(bad.domain())}), so it is not a permutation")
+                      f"e.g. {_point(_shared_reader(same))}), so it is not a permutation")
         pairs = w.apply_range(r.reverse()).intersect_range(box)  # producer -> consumer
         if not pairs.reverse().is_single_valued():
             return no("an instance reads elements written by two producer threads")
@@ -289,3 +288,18 @@ def _digit_inverse(fwd: Expr, consumer: Member) -> tuple[Expr, ...] | None:
         lin_e = lin_e + x.floordiv(st).mod(r).scale(pv)
     return delinearize(lin_e.floordiv(threads), consumer.grid) + \
         delinearize(lin_e.mod(threads), consumer.block)
+
+
+def _shared_reader(same: isl.Map) -> isl.Set:
+    """The instances that read an element another instance reads too, from `same` (instance ->
+    instances reading the same element, symmetric, not the identity): one id greater in the
+    partner, a half-space per id (`same` minus the identity can take isl minutes: a random
+    program's mod-71 divisions)."""
+    primed = [f"{n}_2" for n in IDS]
+    for n, m in zip(IDS, primed, strict=True):
+        gt = isl.Map("{ M[" + ", ".join(IDS) + "] -> M[" + ", ".join(primed) + "] : "
+                     f"{m} > {n} }}").align_params(same.get_space())
+        d = same.intersect(gt).domain()
+        if not d.is_empty():
+            return d
+    return same.domain()  # not reached: `same` has a pair off the identity
