@@ -42,6 +42,7 @@ from sirius.fusion.plan.islexpr import simplify_expr, single_function
 from sirius.fusion.spec import IDS, Dim3, Member, ThreadMap
 
 BUDGET = 2_000_000  # isl operations for one question (a few seconds at most)
+COMPOSED_BUDGET = 100_000  # for the composed function of a re-indexing (_candidate_ids)
 ENUMERATE = 1 << 24  # coverage by evaluating every fused thread up to this many
 _CHUNK = 1 << 20  # fused threads evaluated at once
 T = isl.dim_type
@@ -545,7 +546,10 @@ def _candidate_ids(producer: Member, fused_block: Dim3, pairs: isl.Map,
         # took 20-50 s on random programs (mod-71 divisions): asked only when the dependence
         # itself gives no function
         return
-    g = single_function(composed, ["block", "thread"])
+    # under a budget of its own, far below BUDGET: on a random program's composed map of four
+    # divisions it ran 40-60 s before BUDGET stopped it (fuzz seed 99973)
+    g = islutil.bounded(COMPOSED_BUDGET, lambda: single_function(composed, ["block", "thread"]),
+                        None)
     if g is not None:
         yield tuple(simplify_expr(e) for e in g)
 
