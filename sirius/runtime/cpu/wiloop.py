@@ -5,8 +5,9 @@ continuations) on the rewritten host text of one kernel (rewrite.py): the kernel
 `void @K(args)` becomes `i32 @K(args, ptr noalias %__frame, i32 %__state)`, which runs one
 thread from `%__state` (0: the kernel's start; s + 1: just after the barrier of site s) to its
 next barrier, where it returns s + 1, or to its end, where it returns 0. The C runtime
-(`run_block_loops` in sirius_rt.c) calls every runnable thread of the block once per round in the
-requested order (forward, reverse, a new random order each round) and releases a barrier once
+(`run_block_loops` in sirius_rt.c) runs every runnable thread of the block once per round in the
+requested order (forward, reverse, a new random order each round), through the kernel's block
+loop (`entries.block_wrapper`: the round's threads in one call), and releases a barrier once
 every thread waits on it: the fiber scheduler's rounds, with a call where a fiber switched.
 
 No uniformity proof is needed: each thread resumes at its own barrier, so a barrier under
