@@ -23,8 +23,8 @@ def bounded(operations: int, f: Callable[[], R], default: R) -> R:
     """f() if isl finishes it within `operations` elementary operations, else `default`.
     (Some questions, like the equality of two sets with many divisions, can take isl minutes;
     every caller passes the conservative answer as the default.)
-    Inside another bounded() call with a budget no larger than the outer one's left, the outer
-    budget holds: the count goes on (isl cannot say how much of it is left), and once it is
+    Inside another bounded() call with a budget at least the outer one's, the outer budget
+    holds: the count goes on (isl cannot say how much of it is left), and once it is
     spent every isl call fails, so each level returns its default. A smaller inner budget
     applies while f runs, and the outer count starts over after it (so the outer question may
     spend up to its budget again: still bounded)."""

@@ -103,14 +103,12 @@ _Static_assert(__builtin_offsetof(sirius_ctx, flops) == 120, "ctx layout");
 _Static_assert(sizeof(sirius_ctx) <= 192, "ctx layout: CTX_BYTES in native.py");
 
 typedef void (*thread_fn)(void **args);
-// a work-item-loop kernel: runs one thread from `state` (0: the start, s + 1: after the stop
-// at site s) to its next barrier (returns s + 1), its next warp operation (returns
-// (s + 1) | WARP_STOP, its record written) or its end (returns 0)
-typedef uint32_t (*cont_fn)(void **args, char *frame, uint32_t state);
-// what the runtime calls for such a kernel (block_wrapper in entries.py): one round over the
-// threads list[0, count), in that order; each thread i runs from res[i] (a warp stop's bit
-// cleared) in its frame, with its ids from tids[3 i], and res[i] becomes where it stopped.
-// Returns 1 when every thread stopped in the same place.
+// a work-item-loop kernel runs a thread from a state (0: the start, s + 1: after the stop at
+// site s) to its next barrier (s + 1), its next warp operation ((s + 1) | WARP_STOP, its record
+// written) or its end (0). What the runtime calls for such a kernel (block_wrapper in
+// entries.py): one round over the threads list[0, count), in that order; each thread i runs
+// from res[i] (a warp stop's bit cleared) in its frame, with its ids from tids[3 i], and res[i]
+// becomes where it stopped. Returns 1 when every thread stopped in the same place.
 typedef uint32_t (*block_fn)(void **args, char *frames, uint64_t frame_bytes,
                              const uint32_t *list, uint32_t count, const uint32_t *tids,
                              uint32_t *res);
@@ -462,14 +460,8 @@ static int complete_full_warp(worker *w, int warp0) {
     return 1;
 }
 
-// `set_run`: mark the lanes runnable (not in run_block_loops' all-runnable mode, where the
-// fibers' states are not kept)
-static void complete_warp(worker *w, int warp0, uint32_t present, int set_run) {
-    if (present == 0xffffffffu && complete_full_warp(w, warp0)) {
-        if (set_run)
-            for (int l = 0; l < 32; ++l) w->fibers[warp0 + l].state = RUN;
-        return;
-    }
+// Every other case, lane by lane (the fiber scheduler's semantics of each operation).
+static void complete_lanes(worker *w, int warp0, uint32_t present) {
     uint32_t val[32];
     for (uint32_t m = present; m; m &= m - 1)
         val[__builtin_ctz(m)] = rec_of(w, warp0 + __builtin_ctz(m))->val;
@@ -496,6 +488,13 @@ static void complete_warp(worker *w, int warp0, uint32_t present, int set_run) {
         }
         f->result = r;
     }
+}
+
+// The warp operation of the lanes `present` of the warp at warp0. `set_run`: mark the lanes
+// runnable (not in run_block_loops' all-runnable mode, where the fibers' states are not kept)
+static void complete_warp(worker *w, int warp0, uint32_t present, int set_run) {
+    if (!(present == 0xffffffffu && complete_full_warp(w, warp0)))
+        complete_lanes(w, warp0, present);
     if (set_run)
         for (uint32_t m = present; m; m &= m - 1)
             w->fibers[warp0 + __builtin_ctz(m)].state = RUN;
@@ -661,6 +660,13 @@ static void run_block_fibers(worker *w) {
     }
 }
 
+// MODE_LOOPS: the fibers' thread ids from the block's table (kept there only while every
+// thread is runnable; report_stuck reads the fibers')
+static void fiber_ids(worker *w) {
+    for (int i = 0; i < w->nthreads; ++i)
+        memcpy(w->fibers[i].tid, w->tids + 3 * (size_t)i, sizeof w->fibers[i].tid);
+}
+
 // MODE_LOOPS: thread i's state from where its continuation stopped (r: block_fn's res): exited, at
 // a warp operation (its record's site set, the warp's arrivals noted), or at a barrier.
 static void settle(worker *w, int i, uint32_t r, int *waiting, int *warps) {
@@ -710,12 +716,9 @@ static void run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
             if (!same || !(w->res[list[0]] & WARP_STOP)) break;
             complete_warp(w, 32 * q, w->wlive[q], 0);
         }
-        for (int l = 0; l < lanes; ++l) {
-            int i = 32 * q + l;
-            memcpy(w->fibers[i].tid, w->tids + 3 * (size_t)i, sizeof w->fibers[i].tid);
-            settle(w, i, w->res[i], waiting, warps);
-        }
+        for (int l = 0; l < lanes; ++l) settle(w, 32 * q + l, w->res[32 * q + l], waiting, warps);
     }
+    fiber_ids(w);
 }
 
 // The fiber scheduler's rounds with calls instead of context switches: every round draws a new
@@ -776,10 +779,8 @@ static void run_block_loops(worker *w) {
                 }
             }
             if (all_run) {  // the fibers' states from here on
-                for (int i = 0; i < n; ++i) {
-                    w->fibers[i].state = RUN;
-                    memcpy(w->fibers[i].tid, w->tids + 3 * (size_t)i, sizeof w->fibers[i].tid);
-                }
+                for (int i = 0; i < n; ++i) w->fibers[i].state = RUN;
+                fiber_ids(w);
                 all_run = 0;
             }
             for (uint32_t k = 0; k < count; ++k)
@@ -1143,8 +1144,8 @@ int sirius_launch(launch_desc *d) {
             w->seq = realloc(w->seq, nthreads * sizeof(uint32_t));
             w->sel = realloc(w->sel, nthreads * sizeof(uint32_t));
             w->res = realloc(w->res, nthreads * sizeof(uint32_t));
-            for (uint32_t t = 0; t < nthreads; ++t)
-                w->seq[t] = d->order == ORDER_REVERSE ? nthreads - 1 - t : t;
+            make_order(w->seq, nthreads, d->order == ORDER_REVERSE ? ORDER_REVERSE
+                                                                   : ORDER_FORWARD, NULL);
         }
         w->tids = realloc(w->tids, 3 * (size_t)nthreads * sizeof(uint32_t));
         make_tids(w->tids, d->block, nthreads);
