@@ -4,25 +4,82 @@ from __future__ import annotations
 
 import os
 import re
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from sirius.diagnostics import Location
 
-_MD_RE = re.compile(r"^!(\d+) = (?:distinct )?(!\w+)\((.*)\)\s*$", re.M)
 _FIELD_RE = re.compile(r'(\w+): ("(?:[^"\\]|\\.)*"|![\d]+|[^,]+)')
+
+
+# the last modules' debug information, by the text of their metadata (a pass that changes
+# instructions and not metadata leaves it the same); shared: read, never changed
+_PARSED: OrderedDict[str, DebugInfo] = OrderedDict()
+
+
+class _Nodes(Mapping[int, tuple[str, dict[str, str]]]):
+    """The metadata nodes by number, each node's fields parsed when it is first read (a view
+    of a big module reads the nodes of a few locations and names, not the thousands there)."""
+
+    def __init__(self, raw: dict[int, tuple[str, str]]) -> None:
+        self.raw = raw
+        self.parsed: dict[int, tuple[str, dict[str, str]]] = {}
+
+    def __getitem__(self, node: int) -> tuple[str, dict[str, str]]:
+        got = self.parsed.get(node)
+        if got is None:
+            kind, body = self.raw[node]
+            got = self.parsed[node] = (kind, {k: v.strip() for k, v in _FIELD_RE.findall(body)})
+        return got
+
+    def __contains__(self, node: object) -> bool:
+        return node in self.raw
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def of_kind(self, kind: str) -> Iterator[tuple[int, dict[str, str]]]:
+        """The nodes of one kind (`!DILocalVariable`), parsed, with their numbers."""
+        for node, (k, _) in self.raw.items():
+            if k == kind:
+                yield node, self[node][1]
 
 
 @dataclass
 class DebugInfo:
-    nodes: dict[int, tuple[str, dict[str, str]]]
+    nodes: _Nodes
 
     @classmethod
     def parse(cls, text: str) -> DebugInfo:
-        nodes: dict[int, tuple[str, dict[str, str]]] = {}
-        for m in _MD_RE.finditer(text):
-            fields = {k: v.strip() for k, v in _FIELD_RE.findall(m.group(3))}
-            nodes[int(m.group(1))] = (m.group(2), fields)
-        return cls(nodes)
+        # the nodes are the lines `!N = [distinct ]!Kind(...)`, after every function: split
+        # the lines from the first of them (a regular expression over the whole text of a big
+        # module took a third of its view's time), and read each node's kind and fields
+        # when it is first asked for
+        start = text.find("\n!")
+        part = text[start + 1:] if start >= 0 else ""
+        got = _PARSED.get(part)
+        if got is not None:  # the metadata of a module viewed before (before a pass ran)
+            _PARSED.move_to_end(part)
+            return got
+        raw: dict[int, tuple[str, str]] = {}
+        for line in part.split("\n"):
+            num, eq, rest = line.partition(" = ")
+            if not eq or not num[1:].isdigit() or num[0] != "!":
+                continue
+            if rest.startswith("distinct "):
+                rest = rest[9:]
+            paren = rest.find("(")
+            if paren > 1 and rest[0] == "!" and rest[1:paren].isidentifier() and \
+                    rest.endswith(")"):
+                raw[int(num[1:])] = (rest[:paren], rest[paren + 1:-1])
+        got = _PARSED[part] = cls(_Nodes(raw))
+        while len(_PARSED) > 4:
+            _PARSED.popitem(last=False)
+        return got
 
     def _ref(self, value: str | None) -> int | None:
         if value and value.startswith("!") and value[1:].isdigit():

@@ -203,8 +203,8 @@ def _c_type(debug: DebugInfo, ref: str | None, depth: int = 0) -> str:
 def _arg_vars(debug: DebugInfo) -> dict[int, dict[int, tuple[str, str | None]]]:
     """DISubprogram node -> {arg number: (name, type ref)}."""
     out: dict[int, dict[int, tuple[str, str | None]]] = {}
-    for kind, fields in debug.nodes.values():
-        if kind == "!DILocalVariable" and "arg" in fields and (scope := fields.get("scope")):
+    for _, fields in debug.nodes.of_kind("!DILocalVariable"):
+        if "arg" in fields and (scope := fields.get("scope")):
             name = fields.get("name", '""').strip('"')
             out.setdefault(int(scope[1:]), {})[int(fields["arg"])] = (name, fields.get("type"))
     return out
