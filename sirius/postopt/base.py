@@ -13,7 +13,9 @@ A pass is a frozen dataclass whose fields are its options:
 
 `run` returns the new module as IR text (a pass that rewrites text) or as the `ModuleRef` it got
 from `module.parse()` and changed in place (a pass that runs LLVM's own passes). Either way the
-pass manager (`sirius.postopt.manager`) verifies it before the next pass sees it.
+pass manager (`sirius.postopt.manager`) verifies it before the next pass sees it. A pass that
+only reads the parsed module (prints or views it) takes it with `module.peek()`: when such a
+pass returns the text unchanged, the next pass gets the same parsed module, not a new parse.
 """
 
 from __future__ import annotations
@@ -114,6 +116,18 @@ class PassInput:
     def parse(self) -> llvm.ModuleRef:
         ref, self._ref = self._ref, None
         return ref if ref is not None else parse_ir(self.text, "the module")
+
+    def peek(self) -> llvm.ModuleRef:
+        """The parsed module, to read and never change (printing it, viewing it): it stays
+        this input's, for the next pass when this one changes nothing."""
+        if self._ref is None:
+            self._ref = parse_ir(self.text, "the module")
+        return self._ref
+
+    def untouched(self) -> llvm.ModuleRef | None:
+        """The parsed module, if no pass has taken it with `parse()` (then it is still the
+        text's: the pass manager hands it to the next pass when this one changed nothing)."""
+        return self._ref
 
 
 class ModulePass(ABC):

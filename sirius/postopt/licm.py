@@ -528,7 +528,7 @@ class Licm(ModulePass):
         looping = _with_back_edges(text.splitlines())
         if not looping:
             return text
-        view = build_view(module.parse(), only=looping)
+        view = build_view(module.peek(), only=looping)
         lines = view.text.splitlines()
         funcs = {n: r for n, r in functions_of(lines).items() if n in looping}
         out: list[str] = []

@@ -176,7 +176,7 @@ class LoopFuse(ModulePass):
         if not any(sum(len(_LOOP.findall(ln)) for ln in raw[a:b]) > 1
                    for a, b in functions_of(raw).values()):
             return text  # no function with two loops: nothing to fuse, no parse and print
-        lines = str(module.parse()).splitlines()  # as LLVM prints it (intrinsics upgraded)
+        lines = str(module.peek()).splitlines()  # as LLVM prints it (intrinsics upgraded)
         funcs = functions_of(lines)
         groups = _groups(lines)
         declared = _declared(lines, groups)

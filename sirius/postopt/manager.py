@@ -98,6 +98,9 @@ def run_pipeline(ir_text: str, passes: Sequence[ModulePass], ctx: PassContext | 
         if isinstance(out, llvm.ModuleRef):
             verify_ir(out, what, ctx.source)
             text, ref = str(out), out
+        elif isinstance(out, str) and out == module.text and module.untouched() is not None:
+            # unchanged, and the pass never took the parsed module: it is still this text's
+            text, ref = out, module.untouched()
         elif isinstance(out, str):
             text, ref = out, parse_ir(out, what, ctx.source)
         else:

@@ -151,6 +151,7 @@ def clone_scope(md: dict[int, str], body: str, subprogram: int, first_id: int,
     subprogram through their globals). Returns the body with references renumbered and the new
     nodes, numbered from `first_id`."""
     reach: set[int] = set()
+    edges: dict[int, list[int]] = {}  # node -> the nodes it references (compile units: none)
     todo = list(refs(body))
     while todo:
         n = todo.pop()
@@ -159,18 +160,20 @@ def clone_scope(md: dict[int, str], body: str, subprogram: int, first_id: int,
         reach.add(n)
         if "!DICompileUnit(" in md[n]:
             continue
-        todo.extend(refs(md[n]))
-    # nodes among `reach` that lead to the subprogram
+        edges[n] = refs(md[n])
+        todo.extend(edges[n])
+    # nodes among `reach` that lead to the subprogram: back from it along the references
+    users: dict[int, list[int]] = {}
+    for n, out in edges.items():
+        for r in out:
+            users.setdefault(r, []).append(n)
     leads: set[int] = {subprogram}
-    changed = True
-    while changed:
-        changed = False
-        for n in reach - leads:
-            if "!DICompileUnit(" in md[n]:
-                continue
-            if any(r in leads for r in refs(md[n])):
+    todo = [subprogram]
+    while todo:
+        for n in users.get(todo.pop(), ()):
+            if n not in leads:
                 leads.add(n)
-                changed = True
+                todo.append(n)
     mapping = {n: first_id + i for i, n in enumerate(sorted(leads))}
     new: dict[int, str] = {}
     for n in sorted(leads):
