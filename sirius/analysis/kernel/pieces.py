@@ -128,6 +128,12 @@ class Cond:
     reason: str = ""
 
 
+# offset maps by their text, shared by every Space: a kernel is summarised again in every view
+# of a module that has it (the analysis, then the post-fusion passes on the fused kernels, whose
+# fragments index as the originals do); isl maps are values, never changed in place
+_OFFSET_MAPS: dict[str, isl.Map] = {}
+
+
 class Space:
     """The isl space of one kernel under one binding: dimension and parameter names."""
 
@@ -139,7 +145,6 @@ class Space:
         self.universe = isl.Set(f"{self._head}{{ {self._tuple} }}")
         self.empty = self.universe.subtract(self.universe)
         self._cache: dict[str, isl.Set] = {}
-        self._offsets: dict[str, isl.Map] = {}
 
     def set(self, constraint: str) -> isl.Set:
         s = self._cache.get(constraint)
@@ -149,11 +154,12 @@ class Space:
         return s
 
     def map_to_offset(self, expr: Expr) -> isl.Map:
-        text = str(expr)
-        m = self._offsets.get(text)
+        text = f"{self._head}{{ {self._tuple} -> [o] : o = {expr} }}"
+        m = _OFFSET_MAPS.get(text)
         if m is None:  # parsing is milliseconds for TVM's div/mod indexing; unrolled code repeats
-            m = isl.Map(f"{self._head}{{ {self._tuple} -> [o] : o = {text} }}")
-            self._offsets[text] = m
+            if len(_OFFSET_MAPS) >= 20000:
+                _OFFSET_MAPS.clear()
+            m = _OFFSET_MAPS[text] = isl.Map(text)
         return m
 
     def later(self, dim: str, step: int) -> isl.Map:
