@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 import numpy as np
 
@@ -123,44 +123,38 @@ _CALL_WORDS = frozenset("fast nnan ninf nsz arcp contract afn reassoc fastcc col
 _SPECIAL_RE = re.compile(r'[][(){}<>",]')
 
 
-def split_top(s: str) -> list[str]:
-    """`s` split at commas outside brackets and quotes, pieces stripped."""
-    if not any(c in s for c in '([{<"'):
-        return [p.strip() for p in s.split(",")]
-    out, depth, start, quoted = [], 0, 0, False
-    for m in _SPECIAL_RE.finditer(s):
-        ch = m.group()
-        if ch == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif depth == 0:
-            i = m.start()
-            out.append(s[start:i].strip())
-            start = i + 1
-    out.append(s[start:].strip())
-    return out
-
-
-def _close(s: str, i: int) -> int:
-    """The index just past the bracket group that opens at s[i]."""
+def _top(s: str, i: int = 0) -> Iterator[tuple[re.Match, int]]:
+    """The brackets and commas of `s` from `i` outside quoted strings, each with the bracket
+    depth after it."""
     depth, quoted = 0, False
     for m in _SPECIAL_RE.finditer(s, i):
         ch = m.group()
         if ch == '"':
             quoted = not quoted
-        elif quoted:
-            continue
-        elif ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-            if depth == 0:
-                return m.end()
+        elif not quoted:
+            depth += (ch in "([{<") - (ch in ")]}>")
+            yield m, depth
+
+
+def split_top(s: str, strip: bool = True) -> list[str]:
+    """`s` split at commas outside brackets and quotes, the pieces stripped (`strip`)."""
+    if not any(c in s for c in '([{<"'):
+        parts = s.split(",")
+    else:
+        parts, start = [], 0
+        for m, depth in _top(s):
+            if depth == 0 and m.group() == ",":
+                parts.append(s[start:m.start()])
+                start = m.end()
+        parts.append(s[start:])
+    return [p.strip() for p in parts] if strip else parts
+
+
+def _close(s: str, i: int) -> int:
+    """The index just past the bracket group that opens at s[i]."""
+    for m, depth in _top(s, i):
+        if depth == 0:
+            return m.end()
     raise Unsupported(f"unbalanced brackets in {s!r}")
 
 

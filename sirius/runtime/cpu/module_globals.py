@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sirius.analysis.irparse import split_top
 from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import ModuleView
 
@@ -30,25 +31,6 @@ class ModuleGlobal:
 
 
 GLOBAL_REDZONE = 256
-
-
-def _split_init(text: str) -> list[str]:
-    """`_split_top` that also keeps commas inside quoted strings (`c"a,b"`) together."""
-    out, depth, start, quoted = [], 0, 0, False
-    for i, ch in enumerate(text):
-        if ch == '"':
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return out
 
 
 _GLOBAL_DEF = re.compile(r'@("[^"]+"|[-\w.$]+) = (.*?\b(?:global|constant) )')
@@ -70,7 +52,7 @@ def module_global(view: ModuleView, line: str) -> tuple[ModuleGlobal, str] | Non
     size = type_size(gv.type, view.struct_bodies)
     if size <= 0:
         return None
-    parts = _split_init(rest[len(gv.type) + 1:])
+    parts = split_top(rest[len(gv.type) + 1:], strip=False)  # commas in c"a,b" kept
     init, attrs = parts[0].strip(), ",".join(parts[1:])
     pad = f"[{GLOBAL_REDZONE} x i8]"
     wrapped = "zeroinitializer" if init == "zeroinitializer" else \
