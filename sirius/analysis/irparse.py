@@ -20,11 +20,24 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 
 import numpy as np
 
 from sirius.analysis.debuginfo import DebugInfo
+from sirius.analysis.irlex import (
+    DBG_RE,
+    DBG_VALUE_RE,
+    NAME,
+    Unsupported,
+    close_group,
+    closure,
+    definitions,
+    instruction_lines,
+    read_type,
+    split_top,
+    unquote,
+)
 from sirius.analysis.irvalues import (
     Argument,
     Block,
@@ -36,74 +49,17 @@ from sirius.analysis.irvalues import (
     Value,
 )
 
-_DBG_RE = re.compile(r", !dbg !(\d+)")
-_DBG_VALUE_RE = re.compile(r"#dbg_(?:value|declare)\((?:[^,%]*?) %([-\w.$]+), !(\d+),")
-
-
-_DEFINE_RE = re.compile(r"^define [^\n]*?@(\"[^\"]+\"|[-\w.$]+)\(.*?^}$", re.M | re.S)
-
-
-def _instruction_lines(body: str) -> list[str]:
-    """The instruction lines of one function's text, in order (labels, records, blanks dropped)."""
-    out: list[str] = []
-    for line in body.splitlines()[1:-1]:
-        s = line.strip()
-        if not s or s.startswith(";") or s.startswith("#dbg_") or not line.startswith("  "):
-            continue
-        if out and (line.startswith("   ") or s.startswith("]")):
-            # an instruction printed on several lines (instructions are indented by two
-            # spaces): a switch's cases and its `]`, invoke's `to label .. unwind label ..`,
-            # a landingpad's clauses
-            out[-1] += " " + s
-            continue
-        out.append(s)
-    return out
-
-
-_GLOBAL_REF_RE = re.compile(r'@("(?:[^"\\]|\\.)*"|[-\w.$]+)')
-
-
-def definitions(text: str) -> dict[str, str]:
-    """Each function a module's text defines, by name: its `define ... { ... }` text."""
-    return {m.group(1).strip('"'): m.group(0) for m in _DEFINE_RE.finditer(text)}
-
-
-def without_definitions(text: str, keep: Collection[str]) -> str:
-    """A module's text with the definitions of the functions not in `keep` left out (their
-    uses must be too: see `closure`)."""
-    return _DEFINE_RE.sub(lambda m: m.group(0) if m.group(1).strip('"') in keep else "", text)
-
-
-def closure(roots: Collection[str], bodies: dict[str, str]) -> set[str]:
-    """`roots` and every function their bodies reference (`@name`: calls, function pointers),
-    transitively, among the functions `bodies` defines."""
-    todo = [n for n in roots if n in bodies]
-    seen = set(todo)
-    while todo:
-        for m in _GLOBAL_REF_RE.finditer(bodies[todo.pop()]):
-            name = m.group(1).strip('"')
-            if name in bodies and name not in seen:
-                seen.add(name)
-                todo.append(name)
-    return seen
-
-
-class Unsupported(Exception):
-    """The text has a construct this reader does not know: view the module through llvmlite."""
-
-
-_NAME = r'(?:"(?:[^"\\]|\\.)*"|[-\w.$]+)'
-_FUNC_RE = re.compile(r"^(define|declare) [^\n]*?@(" + _NAME + r")\(", re.M)
-_GLOBAL_RE = re.compile(r"^@(" + _NAME + r") = (.*)$", re.M)
+_FUNC_RE = re.compile(r"^(define|declare) [^\n]*?@(" + NAME + r")\(", re.M)
+_GLOBAL_RE = re.compile(r"^@(" + NAME + r") = (.*)$", re.M)
 _GLOBAL_KIND_RE = re.compile(r"((?:[-\w()\"]+ )*?)(global|constant|alias|ifunc) ")
-_LABEL_RE = re.compile(r"^(" + _NAME + r"):(?:\s|$)")
-_HEAD_RE = re.compile(r'(?:%(' + _NAME + r') = )?(?:(?:tail|musttail|notail) )?([a-z][a-z_]*)\b ?')
+_LABEL_RE = re.compile(r"^(" + NAME + r"):(?:\s|$)")
+_HEAD_RE = re.compile(r'(?:%(' + NAME + r') = )?(?:(?:tail|musttail|notail) )?([a-z][a-z_]*)\b ?')
 _INT_RE = re.compile(r"-?\d+")
-_CALLEE_RE = re.compile(r"(?<![\w.$\"])(@" + _NAME + r"|%" + _NAME + r")\(")
+_CALLEE_RE = re.compile(r"(?<![\w.$\"])(@" + NAME + r"|%" + NAME + r")\(")
 _ASM_RE = re.compile(r"\basm (?:sideeffect |alignstack |inteldialect |unwind )*"
                      r"\"(?:[^\"\\]|\\.)*\", \"(?:[^\"\\]|\\.)*\"\(")
 _CALL_WORD_RE = re.compile(r"(\w+)(\([^()]*\))?( \d+)? ")
-_INCOMING_RE = re.compile(r"\[ (.+?), %(" + _NAME + r") \]")
+_INCOMING_RE = re.compile(r"\[ (.+?), %(" + NAME + r") \]")
 _DEC_FLOAT_RE = re.compile(r"[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|inf|nan)")
 
 _BINARY = frozenset("add sub mul udiv sdiv urem srem shl lshr ashr and or xor fadd fsub fmul fdiv "
@@ -118,74 +74,6 @@ _CALL_WORDS = frozenset("fast nnan ninf nsz arcp contract afn reassoc fastcc col
                         "ptx_kernel ptx_device noundef zeroext signext inreg noalias nonnull "
                         "dereferenceable dereferenceable_or_null align range nofpclass "
                         "noext".split())
-
-
-_SPECIAL_RE = re.compile(r'[][(){}<>",]')
-
-
-def _top(s: str, i: int = 0) -> Iterator[tuple[re.Match, int]]:
-    """The brackets and commas of `s` from `i` outside quoted strings, each with the bracket
-    depth after it."""
-    depth, quoted = 0, False
-    for m in _SPECIAL_RE.finditer(s, i):
-        ch = m.group()
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted:
-            depth += (ch in "([{<") - (ch in ")]}>")
-            yield m, depth
-
-
-def split_top(s: str, strip: bool = True) -> list[str]:
-    """`s` split at commas outside brackets and quotes, the pieces stripped (`strip`)."""
-    if not any(c in s for c in '([{<"'):
-        parts = s.split(",")
-    else:
-        parts, start = [], 0
-        for m, depth in _top(s):
-            if depth == 0 and m.group() == ",":
-                parts.append(s[start:m.start()])
-                start = m.end()
-        parts.append(s[start:])
-    return [p.strip() for p in parts] if strip else parts
-
-
-def _close(s: str, i: int) -> int:
-    """The index just past the bracket group that opens at s[i]."""
-    for m, depth in _top(s, i):
-        if depth == 0:
-            return m.end()
-    raise Unsupported(f"unbalanced brackets in {s!r}")
-
-
-_STRUCT_NAME_RE = re.compile(r"%" + _NAME)
-_WORD_RE = re.compile(r"[a-z]\w*")
-
-
-def read_type(s: str, i: int = 0) -> int:
-    """The index just past the type that starts at s[i] (s[i] is not a space)."""
-    if i >= len(s):
-        raise Unsupported(f"no type in {s!r}")
-    ch = s[i]
-    if ch in "[{<":
-        j = _close(s, i)
-    elif ch == "%":
-        m = _STRUCT_NAME_RE.match(s, i)
-        if m is None:
-            raise Unsupported(f"no type in {s!r}")
-        j = m.end()
-    else:
-        m = _WORD_RE.match(s, i)
-        if m is None:
-            raise Unsupported(f"no type in {s!r}")
-        j = m.end()
-        if m.group(0) == "ptr" and s.startswith(" addrspace(", j):
-            j = s.index(")", j) + 1
-        elif m.group(0) == "target":
-            raise Unsupported("a target extension type")
-    if s.startswith(" (", j):  # a function type: T (params)
-        raise Unsupported(f"a function type in {s!r}")
-    return j
 
 
 class _Reader:
@@ -218,12 +106,12 @@ class _Reader:
             raise Unsupported(f"an empty {ty} operand")
         c = tok[0]
         if c == "%":
-            v = self.local.get(_unquote(tok[1:]))
+            v = self.local.get(unquote(tok[1:]))
             if v is None:
                 raise Unsupported(f"the local {tok} is not defined")
             return v
         if c == "@":
-            name = _unquote(tok[1:])
+            name = unquote(tok[1:])
             v = self.globals.get(name) or self.functions.get(name)
             if v is None:
                 raise Unsupported(f"the global {tok} is not defined")
@@ -278,7 +166,7 @@ class _Reader:
     def block(self, tok: str) -> Block:
         if not tok.startswith("label %"):
             raise Unsupported(f"not a label: {tok}")
-        v = self.local.get(_unquote(tok[7:]))
+        v = self.local.get(unquote(tok[7:]))
         if not isinstance(v, Block):
             raise Unsupported(f"no block {tok}")
         return v
@@ -289,7 +177,7 @@ class _Reader:
         text = self.text
         global_texts: dict[str, str] = {}
         for m in _GLOBAL_RE.finditer(text):
-            name, rest = _unquote(m.group(1)), m.group(2)
+            name, rest = unquote(m.group(1)), m.group(2)
             k = _GLOBAL_KIND_RE.match(rest)
             if k is None or k.group(2) in ("alias", "ifunc"):
                 raise Unsupported(f"the global @{name} is not a variable")
@@ -297,7 +185,7 @@ class _Reader:
             self.globals[name] = Value("global", name, self.tstr(gty))  # as llvmlite's view
             global_texts[name] = m.group(0)
         for m in _FUNC_RE.finditer(text):
-            name = _unquote(m.group(2))
+            name = unquote(m.group(2))
             declared = m.group(1) == "declare" or (self.keep is not None and name not in self.keep)
             self.functions[name] = Function("func", name, "ptr", is_declaration=declared)
         debug = DebugInfo.parse(text)
@@ -321,14 +209,14 @@ class _Reader:
         if named is None:
             raise Unsupported(f"the header of @{f.name}")
         open_ = named.end() - 1
-        params = header[open_ + 1:_close(header, open_) - 1].strip()
+        params = header[open_ + 1:close_group(header, open_) - 1].strip()
         unnamed = 0
         for i, p in enumerate(split_top(params) if params else []):
             if p == "...":
                 continue
             j = read_type(p)
             last = p.rsplit(" ", 1)[-1]
-            pname = _unquote(last[1:]) if last.startswith("%") and " " in p else ""
+            pname = unquote(last[1:]) if last.startswith("%") and " " in p else ""
             if pname == "":
                 raise Unsupported(f"an unnamed parameter of @{f.name}")  # LLVM prints names
             a = Argument("arg", "" if pname.isdigit() else pname, self.tstr(p[:j]), index=i)
@@ -344,8 +232,8 @@ class _Reader:
                 m = _HEAD_RE.match(line)
                 if m is None:
                     raise Unsupported(f"not an instruction: {line!r}")
-                iname = _unquote(m.group(1)) if m.group(1) else ""
-                dbg = _DBG_RE.search(line) if "!dbg" in line else None
+                iname = unquote(m.group(1)) if m.group(1) else ""
+                dbg = DBG_RE.search(line) if "!dbg" in line else None
                 ins = Instr("inst", "" if iname.isdigit() else iname, "", opcode=m.group(2),
                             block=b, text=line, dbg=int(dbg.group(1)) if dbg else None)
                 if iname:
@@ -355,7 +243,7 @@ class _Reader:
         for ins, rest in pending:
             self._operands(ins, rest)
         pending.clear()
-        for m in _DBG_VALUE_RE.finditer(f.text):
+        for m in DBG_VALUE_RE.finditer(f.text):
             var = debug.var_name(int(m.group(2)))
             if var:
                 f.var_names.setdefault(m.group(1), var)
@@ -375,14 +263,14 @@ class _Reader:
                 if m is None:
                     raise Unsupported(f"not a label: {line!r}")
                 cur = []
-                out.append((_unquote(m.group(1)), cur))
+                out.append((unquote(m.group(1)), cur))
                 continue
             if cur is None:
                 cur = []
                 out.append((str(unnamed_args), cur))
             cur.append(line)
         for _, ls in out:
-            ls[:] = _instruction_lines("{\n" + "\n".join(ls) + "\n}")
+            ls[:] = instruction_lines("{\n" + "\n".join(ls) + "\n}")
         return out
 
     # ---- instructions ----
@@ -459,7 +347,7 @@ class _Reader:
             incoming = []
             for m in _INCOMING_RE.finditer(rest, len(t)):
                 ops.append(self.value(t, m.group(1)))
-                incoming.append(self.local.get(_unquote(m.group(2))))
+                incoming.append(self.local.get(unquote(m.group(2))))
             if not ops or any(not isinstance(b, Block) for b in incoming) or \
                     rest.count("[") != len(ops):
                 raise Unsupported(f"phi form {rest!r}")
@@ -468,7 +356,7 @@ class _Reader:
             head, _, cases = rest.partition("[")
             hp = split_top(head)
             ops = [self.typed(hp[0])[1], self.block(hp[1])]
-            for m in re.finditer(r"\S+ -?\d+, (label %" + _NAME + ")", cases):
+            for m in re.finditer(r"\S+ -?\d+, (label %" + NAME + ")", cases):
                 ops.append(self.block(m.group(1)))
             if len(ops) - 2 != cases.count("label "):
                 raise Unsupported(f"switch form {rest!r}")
@@ -535,7 +423,7 @@ class _Reader:
             callee = self.value("ptr", m.group(1))
         else:
             raise Unsupported(f"call form {rest!r}")
-        args_end = _close(rest, callee_end)
+        args_end = close_group(rest, callee_end)
         tail = rest[args_end:]
         if "[" in tail.split("!", 1)[0]:
             raise Unsupported("an operand bundle")
@@ -612,14 +500,6 @@ def _element(vec: str) -> str:
     if m is None:
         raise Unsupported(f"not a vector: {vec}")
     return m.group(1)
-
-
-def _unquote(name: str) -> str:
-    if name.startswith('"'):
-        if "\\" in name:
-            raise Unsupported(f"an escaped name {name}")
-        return name[1:-1]
-    return name
 
 
 def _float(ty: str, tok: str) -> float:

@@ -16,12 +16,12 @@ from collections.abc import Collection
 import llvmlite.binding as llvm
 
 from sirius.analysis.debuginfo import DebugInfo
-from sirius.analysis.irparse import (  # noqa: F401 (the text helpers, as before)
-    _DBG_RE,
-    _DBG_VALUE_RE,
-    _instruction_lines,
+from sirius.analysis.irlex import (  # noqa: F401 (the text helpers, as before)
+    DBG_RE,
+    DBG_VALUE_RE,
     closure,
     definitions,
+    instruction_lines,
     without_definitions,
 )
 from sirius.analysis.irvalues import (  # noqa: F401 (the view's types, as before)
@@ -134,7 +134,7 @@ def _build_view(module: llvm.ModuleRef, text: str, only: Collection[str] | None)
         if f.is_declaration:
             continue
         f.text = bodies.get(fref.name, "")
-        lines = iter(_instruction_lines(f.text))
+        lines = iter(instruction_lines(f.text))
         header = f.text.split("{", 1)[0]
         sp = re.search(r"!dbg !(\d+)", header)
         f.subprogram = int(sp.group(1)) if sp else None
@@ -150,14 +150,14 @@ def _build_view(module: llvm.ModuleRef, text: str, only: Collection[str] | None)
             f.blocks.append(b)
             for iref in bref.instructions:
                 itext = next(lines, "") or str(iref).strip()
-                m = _DBG_RE.search(itext)
+                m = DBG_RE.search(itext)
                 name, opcode = _name_and_opcode(itext, iref)
                 ins = Instr("inst", name, types.of(iref), opcode=opcode, block=b,
                             text=itext, dbg=int(m.group(1)) if m else None)
                 b.instrs.append(ins)
                 by_addr[_addr(iref)] = ins
                 pending.append((ins, iref))
-        for m in _DBG_VALUE_RE.finditer(f.text):
+        for m in DBG_VALUE_RE.finditer(f.text):
             var = debug.var_name(int(m.group(2)))
             if var:
                 f.var_names.setdefault(m.group(1), var)

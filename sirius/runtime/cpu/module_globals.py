@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sirius.analysis.irparse import split_top
+from sirius.analysis.irlex import split_top
 from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import ModuleView
 
