@@ -52,8 +52,8 @@ _RECENT_SIZE = 3
 _WHOLE: OrderedDict[str, ModuleView] = OrderedDict()
 
 
-def build_view(module: llvm.ModuleRef | str, only: Collection[str] | None = None) -> ModuleView:
-    """The view of `module` (a module, or its printed text). `only`: the functions a caller
+def build_view(module: llvm.ModuleRef, only: Collection[str] | None = None) -> ModuleView:
+    """The view of `module`. `only`: the functions a caller
     reads; the view then holds their bodies and those of every function they reference,
     transitively, and the module's other definitions as entries without a body
     (`is_declaration` True, no text): a view of part of a big module (the fused kernels of a
@@ -65,7 +65,7 @@ def build_view(module: llvm.ModuleRef | str, only: Collection[str] | None = None
     does not know is walked through llvmlite instead (the same view, slower)."""
     # Metadata numbers are only consistent within one print of the whole module, so every text
     # this view keeps (instructions, function bodies) is cut out of that one print.
-    text = module if isinstance(module, str) else str(module)
+    text = str(module)
     key = (text, None if only is None else frozenset(only))
     view = _RECENT.get(key)
     if view is None and only is not None:  # a whole view serves any part of its module
@@ -86,17 +86,15 @@ def build_view(module: llvm.ModuleRef | str, only: Collection[str] | None = None
     return view
 
 
-def _view_of(module: llvm.ModuleRef | str, text: str, only: Collection[str] | None
-             ) -> ModuleView:
+def _view_of(module: llvm.ModuleRef, text: str, only: Collection[str] | None) -> ModuleView:
     from sirius.analysis import irparse
-    from sirius.frontend import llvmctx
 
     try:
         view = irparse.read_view(text, only)
     except irparse.Unsupported:
         view = None
     if view is None or os.environ.get("SIRIUS_IRVIEW_CHECK"):
-        ref = _build_view(llvmctx.parse(text) if isinstance(module, str) else module, text, only)
+        ref = _build_view(module, text, only)
         if view is not None:  # the check mode: both readers, compared (tests, debugging)
             diffs = irparse.differences(ref, view)
             if diffs:
