@@ -27,6 +27,9 @@ import functools
 import hashlib
 import os
 import pickle
+import subprocess
+import sys
+import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,30 +41,18 @@ from sirius.diagnostics import SiriusError
 from sirius.frontend import llvmctx
 from sirius.frontend.cache import cache_dir
 from sirius.frontend.toolchain import cache_root
-from sirius.runtime.cpu import native, ptxlift
+from sirius.runtime.cpu import native, objcompile, ptxlift, split
 from sirius.runtime.cpu.rewrite import HostModule, rewrite
 
-
-def _machine(opt: int = 2):
-    import llvmlite.binding as llvm
-
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), opt=opt,
-                                        codemodel="jitdefault")
-
-
-@functools.cache
-def _fast_machine():
-    """The target machine that compiles O0 objects (fast instruction selection)."""
-    return _machine(opt=0)
+_machine = objcompile.machine
 
 
 @functools.cache
 def _target():
-    """llvmlite, the target machine that compiles, and the host triple.
+    """llvmlite, the target machine whose data layout the rewrite uses, and the host triple.
 
     An MCJIT engine takes ownership of the target machine it is created with, so every engine
-    gets a fresh one (`_machine()`); this one only compiles objects."""
+    gets a fresh one (`_machine()`)."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
@@ -74,6 +65,7 @@ T = TypeVar("T")
 # what the rewritten module depends on besides its input: the code that rewrites (paths under
 # sirius/), and the runtime library whose symbols it may call
 _REWRITE_DEPS = ("runtime/cpu/*.py", "runtime/cpu/sirius_rt.c", "analysis/irview.py",
+                 "analysis/irparse.py", "analysis/irlex.py", "analysis/irvalues.py",
                  "analysis/irtypes.py", "analysis/debuginfo.py", "fusion/spec.py", "_version.py")
 
 
@@ -136,7 +128,7 @@ class Engine:
     """One worker's copy of the module: its context, shared memory and thread functions."""
 
     engine: object
-    obj: object  # the loaded object file: it must outlive the engine
+    objs: tuple[object, ...]  # the loaded object files: they must outlive the engine
     ctx: int
     smem: int
     thread_fns: dict[str, int]
@@ -193,31 +185,43 @@ class JitModule:
         self.speed = speed
         key = hashlib.sha256(self.host.text.encode() + llvm.llvm_version_info.__repr__().encode()
                              + tm.triple.encode() + f" O{speed}".encode()).hexdigest()[:24]
-        self.object = _cached(jit / f"{key}.o", lambda: self._compile(llvm, tm, source),
-                              bytes, bytes)
+        self.objects: tuple[bytes, ...] = _cached(
+            jit / f"{key}.o", lambda: self._compile(source), _dump_objects, _load_objects)
         self._engines: list[Engine] = []
         self._written: set[int] = set()  # globals the host wrote since the last reset
 
-    def _compile(self, llvm, tm, source: str) -> bytes:
+    def _compile(self, source: str) -> tuple[bytes, ...]:
+        """The module's object files: one, or one per part where it is large enough to be cut
+        (split.py) and compiled on several cores."""
+        text = self.host.text
+        n = jit_parts(len(text))
         try:
-            mod = llvmctx.parse(self.host.text)
-            mod.verify()
-        except RuntimeError as e:  # a rewrite the verifier rejects is a bug in sirius
+            if n > 1:  # cut the text as LLVM prints it (and stop here if it does not verify)
+                mod = llvmctx.parse(text)
+                try:
+                    mod.verify()
+                except RuntimeError as e:
+                    raise objcompile.VerifyError(str(e)) from e
+                parts = split.split(str(mod), n)
+                del mod
+                if len(parts) > 1:
+                    try:
+                        return _compile_parts(parts, self.speed)
+                    except (_PartFailed, objcompile.VerifyError) as e:  # a bug in the split
+                        print(f"sirius: note: compiling the CPU module of {source} in one "
+                              f"piece ({e})", file=sys.stderr)
+            return (objcompile.compile_text(text, self.speed),)
+        except objcompile.VerifyError as e:  # a rewrite the verifier rejects is a bug in sirius
             raise SiriusError(f"internal: the CPU rewrite of {source} does not verify: {e}") \
                 from e
-        if self.speed == 0:  # no IR passes, and the code generator's fast instruction selection
-            tm = _fast_machine()
-        pto = llvm.create_pipeline_tuning_options(speed_level=self.speed)
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-        return tm.emit_object(mod)
 
     def engines(self, n: int) -> list[Engine]:
         llvm = _target()[0]
         while len(self._engines) < n:
             ee = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _machine())
-            obj = llvm.ObjectFileRef.from_data(self.object)
-            ee.add_object_file(obj)
+            objs = tuple(llvm.ObjectFileRef.from_data(o) for o in self.objects)
+            for obj in objs:  # the parts resolve each other's symbols in the engine
+                ee.add_object_file(obj)
             ee.finalize_object()
             fns = {k.name: ee.get_function_address(k.thread_fn)
                    for k in self.host.kernels.values()}
@@ -227,7 +231,7 @@ class JitModule:
             initial = tuple(ctypes.string_at(a, g.bytes) for a, g in zip(addrs, gs, strict=True))
             for i in self._written:  # what the host wrote, as the first engine holds it
                 ctypes.memmove(addrs[i], self._engines[0].globals[i], gs[i].bytes)
-            self._engines.append(Engine(ee, obj, ee.get_global_value_address("__sirius_ctx"),
+            self._engines.append(Engine(ee, objs, ee.get_global_value_address("__sirius_ctx"),
                                         ee.get_global_value_address("__sirius_smem"), fns,
                                         addrs, initial,
                                         ee.get_global_value_address("__sirius_site_range")
@@ -297,3 +301,69 @@ def _host(obj: object) -> HostModule:
     if not isinstance(obj, HostModule):
         raise TypeError("not a rewritten module")
     return obj
+
+
+# Module text from which the compile is cut into parts, one per core (at most JIT_MAX_PARTS):
+# paper lstm_large's bounds-checked module is 11 MB, bert_qkv's (small shape) 2 MB
+SPLIT_MIN_BYTES = 4_000_000
+JIT_MAX_PARTS = 4
+
+
+def jit_parts(nbytes: int) -> int:
+    """How many parts a module of `nbytes` of text is compiled in: $SIRIUS_JIT_PARTS, else one
+    per core up to JIT_MAX_PARTS for a module of SPLIT_MIN_BYTES or more, else 1."""
+    env = os.environ.get("SIRIUS_JIT_PARTS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise SiriusError(f"SIRIUS_JIT_PARTS={env!r}: expected a whole number of parts") \
+                from None
+        if n < 1:
+            raise SiriusError(f"SIRIUS_JIT_PARTS={env!r}: expected at least 1 part")
+        return n
+    if nbytes < SPLIT_MIN_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, JIT_MAX_PARTS))
+
+
+class _PartFailed(Exception):
+    """A part's compile process failed."""
+
+
+def _compile_parts(parts: list[str], speed: int) -> tuple[bytes, ...]:
+    """Each part's object: parts[1:] in processes of their own (objcompile.py run as a program),
+    parts[0] in this one meanwhile."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[3])  # the checkout or site-packages holding sirius
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory(prefix="sirius-jit-") as tmp:
+        procs = []
+        for k, text in enumerate(parts[1:], 1):
+            src, dst = Path(tmp, f"part{k}.ll"), Path(tmp, f"part{k}.o")
+            src.write_text(text)
+            procs.append((dst, subprocess.Popen(
+                [sys.executable, "-m", "sirius.runtime.cpu.objcompile", str(speed), str(src),
+                 str(dst)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
+        try:
+            first = objcompile.compile_text(parts[0], speed)
+        finally:
+            results = [(dst, p, p.communicate()[1]) for dst, p in procs]
+        objs = [first]
+        for dst, p, err in results:
+            if p.returncode != 0 or not dst.exists():
+                tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+                raise _PartFailed(f"a part's compile exited {p.returncode}: {tail[0]}")
+            objs.append(dst.read_bytes())
+    return tuple(objs)
+
+
+def _dump_objects(objs: tuple[bytes, ...]) -> bytes:
+    return pickle.dumps(tuple(objs), pickle.HIGHEST_PROTOCOL)
+
+
+def _load_objects(data: bytes) -> tuple[bytes, ...]:
+    objs = pickle.loads(data)
+    if not (isinstance(objs, tuple) and objs and all(isinstance(o, bytes) for o in objs)):
+        raise TypeError("not a tuple of object files")
+    return objs
