@@ -136,8 +136,23 @@ def _instructions(fn: Function) -> Iterator[tuple[Instr, bool]]:
             yield ins, start
 
 
+# a function's linkage, preemption and visibility, as LLVM prints them after `define`
+_LINKAGE_RE = re.compile(r"^define (?:(?:private|internal|external|linkonce|linkonce_odr|weak|"
+                         r"weak_odr|available_externally|common) )?(?:(?:dso_local|"
+                         r"dso_preemptable) )?(?:(?:hidden|protected|default) )?")
+
+
+def _internal(header: str) -> str:
+    """A function's `define` line with internal linkage (and in no comdat). Every function of
+    the device module is internal on the host: only the entries (entries.py) are looked up,
+    so LLVM drops a kernel once it is inlined into its entry instead of compiling it twice
+    (three times with a block loop)."""
+    return re.sub(r" comdat(?:\(\$[^)]*\))?", "", _LINKAGE_RE.sub("define internal ", header, 1))
+
+
 def _function(st: State, fn: Function, lines: list[str]) -> list[str]:
-    out = [re.sub(r"\b(ptx_kernel|ptx_device) ", "", _global_subst(lines[0], st.smem))]
+    out = [_internal(re.sub(r"\b(ptx_kernel|ptx_device) ", "",
+                            _global_subst(lines[0], st.smem)))]
     instrs = _instructions(fn)
     blocks = {id(b): sum(map(_executes, b.instrs)) for b in fn.blocks}
     flops = {id(b): block_flops(i.text for i in b.instrs) for b in fn.blocks} \
