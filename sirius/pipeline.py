@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sirius.analysis.host.extract import extract_host_program
+from sirius.analysis.host.model import HostProgram
 from sirius.analysis.irview import build_view
 from sirius.analysis.kernel.facts import kernel_infos
 from sirius.frontend import compile_program
@@ -68,6 +69,7 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
          progress: Progress = _quiet, passes: Sequence[ModulePass] | None = None,
          argv: Sequence[str] | None = None,
          on_original: Callable[[Original], None] | None = None,
+         on_device_ir: Callable[[str, HostProgram], None] | None = None,
          analysed: Analysed | None = None) -> FuseResult:
     """Compile, analyse and fuse a whole CUDA program; the result carries the original, the
     plan, the fused host program, the fused device module and its PTX. `passes`: the
@@ -75,7 +77,10 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
     the program's arguments (the host model, and so the fused program, is specialised to
     them). `on_original(original)` is called as soon as the original program is analysed
     (compiled, host model and kernel facts), before any fusion work: `sirius verify` starts the
-    original's reference run there. `analysed`: `analyse`'s result for these files, entry,
+    original's reference run there. `on_device_ir(text, host)` is called with the fused device
+    IR and host program of each round of code generation once the post-fusion passes are done,
+    before PTX (the last call has the result's): `sirius verify` starts building the fused
+    program's executor module there. `analysed`: `analyse`'s result for these files, entry,
     flags, argv and arch, reused instead of analysing again (its seconds are reported)."""
     options = options or Options()
     paths = tuple(Path(f) for f in files)
@@ -88,7 +93,7 @@ def fuse(files: Sequence[Path | str], options: Options | None = None, *, entry: 
     elif on_original is not None:
         on_original(analysed.original)
     plan = plan_fusion(analysed, options, progress)              # fusion plan
-    result = generate(plan, paths, progress, passes)  # fused kernels -> post-fusion passes
+    result = generate(plan, paths, progress, passes, on_device_ir)  # fused kernels -> passes
     #                                                    -> backend
     result.seconds["analysis"] = analysed.seconds
     return result

@@ -54,7 +54,8 @@ def fuse_from_args(args: argparse.Namespace, say, on_original=None):
     passes = post_passes(args)  # a bad pipeline fails before any work
     return fuse([Path(f) for f in args.files], _options(args), entry=args.entry, flags=flags,
                 use_cache=not args.no_cache, progress=say, passes=passes,
-                argv=program_argv(args), on_original=on_original)
+                argv=program_argv(args), on_original=on_original,
+                on_device_ir=getattr(on_original, "prebuild", None))
 
 
 class Reference:
@@ -75,6 +76,8 @@ class Reference:
         self.seed, self.jobs, self.fused_runs, self.serial = seed, jobs, fused_runs, serial
         self.default = default  # False: only when SIRIUS_HEAD_START=1 asks for it
         self.head = None
+        self.files: tuple = ()
+        self.builder = None  # the fused module's prebuild (`prebuild`)
 
     def wanted(self) -> bool:
         import os
@@ -98,12 +101,43 @@ class Reference:
     def __call__(self, original) -> None:
         from sirius.verify.differential import start_reference
 
+        self.files = tuple(original.program.files)
         if self.wanted():
             self.head = start_reference(original, self.seed)
+
+    def prebuild(self, device_ir: str, host) -> None:
+        """Start building the fused program's executor module (`runs.Prebuild`), on a core
+        that PTX emission and ptxas leave idle, where a second core is there and the module is
+        large (PREBUILD_MIN_BYTES of device IR: a small one compiles in less time than a
+        worker takes to start); `SIRIUS_PREBUILD=0` turns it off, `SIRIUS_PREBUILD=1` on at
+        any size (tests). A later round's module replaces an earlier one's."""
+        import os
+
+        from sirius.verify.runs import Prebuild
+
+        if self.builder is not None:
+            self.builder.close()
+            self.builder = None
+        force = os.environ.get("SIRIUS_PREBUILD", "")
+        if force == "0" or (os.cpu_count() or 1) < 2 or \
+                (force != "1" and len(device_ir) < PREBUILD_MIN_BYTES):
+            return
+        try:
+            self.builder = Prebuild(device_ir, self.files, host.data_bytes(), True)
+        except (OSError, ValueError, ImportError):
+            self.builder = None
 
     def close(self) -> None:
         if self.head is not None:
             self.head.close()
+        if self.builder is not None:
+            self.builder.close()
+            self.builder = None
+
+
+# device IR from which `sirius verify` builds the fused module ahead (Reference.prebuild):
+# paper-shape fused modules are 4-10 MB, the small TVM corpus 0.2-2 MB
+PREBUILD_MIN_BYTES = 2_000_000
 
 
 def summary(res) -> str:

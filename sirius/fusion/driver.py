@@ -12,7 +12,7 @@ the module is built again. The result (result.py) carries everything `sirius fus
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,15 +137,16 @@ def plan_fusion(a: Analysed, options: Options, progress: Progress = _noop) -> Pl
 
 
 def generate(plan: Plan, paths: Sequence[Path], progress: Progress = _noop,
-             passes: Sequence[ModulePass] | None = None) -> FuseResult:
+             passes: Sequence[ModulePass] | None = None,
+             on_device_ir: Callable[[str, HostProgram], None] | None = None) -> FuseResult:
     """Fused kernels on LLVM IR, post-fusion passes (`passes`, default DEFAULT_PASSES; `()`:
     none), PTX and ptxas; a fused kernel that cannot be generated or breaks a resource limit is
-    undone and the module built again."""
+    undone and the module built again. `on_device_ir` as for `generate_with_undo`."""
     original = plan.analysed.original
     result = FuseResult(tuple(paths), plan.options, original, plan.host, plan.uar, plan.host,
                         original.program.device_ir, plan.regions, [], [], plan.storage,
                         plan.wavefront, seconds=dict(plan.seconds), syncs=plan.syncs,
                         pruned=plan.pruned, prepare=plan.prepare,
                         passes=DEFAULT_PASSES if passes is None else tuple(passes))
-    generate_with_undo(result, original.kernels, progress)
+    generate_with_undo(result, original.kernels, progress, on_device_ir)
     return result

@@ -61,10 +61,12 @@ class _State:
     member_launches: dict[str, list[Launch]] = field(default_factory=dict)
 
 
-def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress
-                       ) -> None:
+def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress: Progress,
+                       on_device_ir: Callable[[str, HostProgram], None] | None = None) -> None:
     """Generate the fused kernels of `res.regions` until ptxas accepts them all, undoing
-    each that breaks a limit; fills in `res` (device IR, PTX, resources, records, host)."""
+    each that breaks a limit; fills in `res` (device IR, PTX, resources, records, host).
+    `on_device_ir(text, host)` is called with each round's device IR and host program once
+    the post-fusion passes are done, before PTX (the last call has the result's)."""
     names(res.regions)
     state = _State()
     infos = {k.mangled: k for k in kernels}
@@ -82,6 +84,8 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
             launched = {op.mangled for op in host.launches()}
             text, host, steps = _postopt(res, keep_launched(built.module_text, launched), host,
                                          progress)
+        if on_device_ir is not None:
+            on_device_ir(text, host)
         progress(f"PTX and ptxas for {res.options.arch}")
         ptx, report = compile_ir(text, res.options.arch)
         bad = []

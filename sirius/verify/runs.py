@@ -203,6 +203,31 @@ class HeadStart:
             self.queue = None
 
 
+class Prebuild:
+    """The fused program's executor module (bounds-checked, as the fused runs load it), built
+    in a worker process of its own as soon as the post-fusion passes are done, while this
+    process emits PTX and runs ptxas: the fused runs then find it in the module cache, or wait
+    on the cache's lock until it is there (jit.py). `close` ends it if it is still building
+    (a later round of the fusion changed the module, or nothing is verified)."""
+
+    def __init__(self, device_ir: str, files: tuple, data_bytes: int, check_bounds: bool):
+        self.pool: ProcessPoolExecutor | None = ProcessPoolExecutor(1, mp_context=pool_context())
+        self.future = self.pool.submit(_prebuild, device_ir, tuple(files), data_bytes,
+                                       check_bounds)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            _end_pool(self.pool)
+            self.pool = None
+
+
+def _prebuild(device_ir: str, files: tuple, data_bytes: int, check_bounds: bool) -> None:
+    from sirius.runtime.cpu.device import CpuDevice
+
+    CpuDevice(check_bounds=check_bounds, progress=False).load_module(
+        LazyProgram(device_ir, files), data_bytes=data_bytes)
+
+
 class Runner:
     """Runs `RunSpec`s of one `RunContext`: over `jobs` worker processes (None: one per core;
     1: in this process, one after another). `tick(key, done, total)` is called after each

@@ -234,3 +234,39 @@ def test_when_the_head_start_saves_time(monkeypatch) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 1)
     monkeypatch.delenv("SIRIUS_HEAD_START")
     assert not Reference(7, None, 3, serial=True).wanted()
+
+
+def test_the_fused_module_built_ahead_is_the_one_the_fused_runs_load(tmp_path) -> None:
+    # Reference.prebuild: the bounds-checked executor module of the fused program, built in a
+    # worker while PTX and ptxas run; the runs must then find it in the cache, not build it
+    # (a fresh process: the fork server keeps the environment it started with)
+    import subprocess
+    import sys
+
+    script = """if True:
+        from sirius.cli.fuse import Reference
+        from sirius.pipeline import fuse
+        from sirius.runtime.cpu.device import jit_speed
+        from sirius.runtime.cpu.jit import JitModule
+        ref = Reference(7, None, 3)
+        res = fuse(["kernels/elementwise_chain.cu"], on_original=ref, on_device_ir=ref.prebuild)
+        ref.builder.future.result(120)
+        def unwanted():
+            raise SystemExit("the module was built again")
+        JitModule(unwanted, instrument=True, text=res.device_ir,
+                  speed=jit_speed(res.host.data_bytes()))
+        ref.close()
+        print("cached", ref.builder is None)
+    """
+    env = dict(os.environ, SIRIUS_CACHE_DIR=str(tmp_path), SIRIUS_PREBUILD="1")
+    p = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert p.returncode == 0 and p.stdout.strip() == "cached True", p.stderr[-2000:]
+
+
+def test_cli_verify_with_the_module_built_ahead() -> None:
+    prog = str(ROOT / "kernels" / "elementwise_chain.cu")
+    on = {"SIRIUS_HEAD_START": None, "SIRIUS_VERIFY_JOBS": None, "SIRIUS_PREBUILD": "1"}
+    out = run_cli("verify", prog, "--json", env_changes=on)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["status"] == "ok"
