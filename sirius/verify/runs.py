@@ -110,10 +110,12 @@ def _program(side: str) -> LazyProgram:
     return _PARSED[side]
 
 
-def _init(ctx: RunContext, q) -> None:
+def _init(ctx: RunContext, q, jit_parts: str | None = None) -> None:
     global _CTX, _QUEUE
     _CTX, _QUEUE = ctx, q
     _PARSED.clear()
+    if jit_parts is not None:  # unless the user set it
+        os.environ.setdefault("SIRIUS_JIT_PARTS", jit_parts)
 
 
 def _run(spec: RunSpec, jobs: int | None, tick: Callable[[str, int, int], None] | None,
@@ -184,14 +186,16 @@ class HeadStart:
     """One run started ahead of the others, in a worker process of its own, while this process
     does other work: `sirius verify` runs the original program (the reference every fused run
     is compared with) while the fusion is built, on a core the fusion, one Python thread, leaves
-    idle. `Runner.adopt` takes it over; `close` ends it if nobody does."""
+    idle. `Runner.adopt` takes it over; `close` ends it if nobody does. Its executor module is
+    compiled in one piece (jit.py compiles a large one on every core), so that the fusion keeps
+    its core."""
 
     def __init__(self, ctx: RunContext, spec: RunSpec, message: str):
         self.ctx, self.spec, self.message = ctx, spec, message
         mctx = pool_context()
         self.queue = mctx.Queue()
         self.pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
-            1, mp_context=mctx, initializer=_init, initargs=(ctx, self.queue))
+            1, mp_context=mctx, initializer=_init, initargs=(ctx, self.queue, "1"))
         self.future = self.pool.submit(_worker, spec, 1)
 
     def close(self) -> None:

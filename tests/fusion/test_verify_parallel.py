@@ -270,3 +270,16 @@ def test_cli_verify_with_the_module_built_ahead() -> None:
     out = run_cli("verify", prog, "--json", env_changes=on)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["status"] == "ok"
+
+
+def test_the_reference_started_ahead_compiles_its_module_in_one_piece(monkeypatch) -> None:
+    # it runs during the fusion: a compile on every core would take the fusion's core
+    ctx = None  # what _init keeps for the runs; not used here
+    monkeypatch.delenv("SIRIUS_JIT_PARTS", raising=False)
+    runs._init(ctx, None, "1")
+    assert os.environ["SIRIUS_JIT_PARTS"] == "1"
+    monkeypatch.setenv("SIRIUS_JIT_PARTS", "3")  # the user's choice stands
+    runs._init(ctx, None, "1")
+    assert os.environ["SIRIUS_JIT_PARTS"] == "3"
+    runs._init(ctx, None)  # the other workers: as the user or jit.py decides
+    assert os.environ["SIRIUS_JIT_PARTS"] == "3"
