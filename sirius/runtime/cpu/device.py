@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from sirius.analysis.irview import build_view
-from sirius.diagnostics import Location, SiriusError, warn
+from sirius.diagnostics import Location, warn
 from sirius.runtime.cpu import counters, monitor, native
-from sirius.runtime.cpu.jit import JitModule
+from sirius.runtime.cpu.jit import JitModule, count_from_env
 from sirius.runtime.cpu.memory import DeviceMemory, Region, nearest
 from sirius.runtime.device import KernelFault, LaunchStats, Module, TraceChunk
 
@@ -66,17 +66,8 @@ def default_jobs() -> int:
     """Worker threads of a forward-order launch when none are asked for: $SIRIUS_JOBS, else one
     per core. (The test suite sets SIRIUS_JOBS=1 in its pytest-xdist workers: the workers
     already use every core, and each launch worker JIT-compiles the module once more.)"""
-    env = os.environ.get("SIRIUS_JOBS", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise SiriusError(f"SIRIUS_JOBS={env!r}: expected a whole number of workers") \
-                from None
-        if n >= 1:
-            return n
-        raise SiriusError(f"SIRIUS_JOBS={env!r}: expected at least 1 worker")
-    return os.cpu_count() or 1
+    n = count_from_env("SIRIUS_JOBS", "worker")
+    return n if n is not None else os.cpu_count() or 1
 
 
 class CpuDevice:

@@ -309,18 +309,26 @@ SPLIT_MIN_BYTES = 4_000_000
 JIT_MAX_PARTS = 4
 
 
+def count_from_env(name: str, unit: str) -> int | None:
+    """The whole number >= 1 in $`name`, None when it is unset or empty; SiriusError naming
+    the variable for anything else (`unit`: what it counts, for the message)."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        raise SiriusError(f"{name}={env!r}: expected a whole number of {unit}s") from None
+    if n < 1:
+        raise SiriusError(f"{name}={env!r}: expected at least 1 {unit}")
+    return n
+
+
 def jit_parts(nbytes: int) -> int:
     """How many parts a module of `nbytes` of text is compiled in: $SIRIUS_JIT_PARTS, else one
     per core up to JIT_MAX_PARTS for a module of SPLIT_MIN_BYTES or more, else 1."""
-    env = os.environ.get("SIRIUS_JIT_PARTS", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise SiriusError(f"SIRIUS_JIT_PARTS={env!r}: expected a whole number of parts") \
-                from None
-        if n < 1:
-            raise SiriusError(f"SIRIUS_JIT_PARTS={env!r}: expected at least 1 part")
+    n = count_from_env("SIRIUS_JIT_PARTS", "part")
+    if n is not None:
         return n
     if nbytes < SPLIT_MIN_BYTES:
         return 1
