@@ -100,6 +100,8 @@ def test_the_parts_share_their_globals_in_one_engine() -> None:
     "define i32 @only(i32 %x) {\n  ret i32 %x\n}\n",  # one cluster
     "@a = alias i32, ptr @g\n@g = global i32 0\ndefine i32 @f() {\n  ret i32 0\n}\n"
     "define i32 @h() {\n  ret i32 1\n}\n",  # an alias: not cut
+    "@0 = private constant i32 7\ndefine i32 @f() {\n  %v = load i32, ptr @0\n  ret i32 %v\n}\n"
+    "define i32 @h() {\n  ret i32 1\n}\n",  # an unnamed global: numbered apart in each part
 ])
 def test_what_cannot_or_need_not_be_cut_stays_whole(text) -> None:
     printed = str(llvmctx.parse(text))
@@ -142,3 +144,25 @@ def test_a_program_runs_the_same_on_a_module_compiled_in_parts(name, tmp_path, m
                   for f in (tmp_path / parts / "jit").glob("*.o")]
         assert counts and (max(counts) == 1 if parts == "1" else max(counts) > 1)
     assert results[0] == results[1]
+
+
+def test_a_part_that_does_not_compile_leaves_the_module_whole(tmp_path, monkeypatch, capfd):
+    # a bug in the split must cost time, never a wrong or missing module
+    from sirius.runtime.cpu import device
+    from sirius.runtime.cpu.device import CpuDevice
+    from sirius.runtime.interpreter import run_host_program
+
+    program, kernels, host = analysed("matmul_bias_act.cu")
+    monkeypatch.setenv("SIRIUS_CACHE_DIR", str(tmp_path / "whole"))
+    monkeypatch.setattr(device, "_MODULES", {})
+    want = run_host_program(host, program, kernels, CpuDevice(check_bounds=True))
+    monkeypatch.setenv("SIRIUS_CACHE_DIR", str(tmp_path / "broken"))
+    monkeypatch.setattr(device, "_MODULES", {})
+    monkeypatch.setenv("SIRIUS_JIT_PARTS", "2")
+    monkeypatch.setattr(split, "split", lambda text, n: [text, "this is not LLVM IR\n"])
+    got = run_host_program(host, program, kernels, CpuDevice(check_bounds=True))
+    assert "compiling the CPU module of" in capfd.readouterr().err
+    assert {k: v.tobytes() for k, v in got.final.items()} == \
+        {k: v.tobytes() for k, v in want.final.items()}
+    (obj,) = (tmp_path / "broken" / "jit").glob("*.o")
+    assert len(pickle.loads(obj.read_bytes())) == 1

@@ -17,8 +17,9 @@ How the module is cut (from its printed text, one top-level entity per line exce
   a global's initializer that names a function puts that function's cluster in part 0;
 - declarations, types, attribute groups and metadata are copied into every part.
 
-A module this does not know how to cut (an alias, module asm, metadata naming a global, fewer
-than two clusters) is returned whole.
+A module this does not know how to cut (an alias, module asm, metadata naming a global, an
+unnamed global, fewer than two clusters) is returned whole; one whose parts do not compile is
+compiled whole by jit.py.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class _Module:
             elif line and not line.startswith(";"):
                 raise Unsupported(f"a top-level line this splitter does not know: {line[:80]}")
             i += 1
+
+        if any(n.isdigit() for n in (*self.globals, *self.defines)):
+            raise Unsupported("an unnamed global or function (numbered in each module)")
 
     def is_local(self, name: str) -> bool:
         words = self.defines[name][0].split()
@@ -202,7 +206,6 @@ def split(text: str, parts: int) -> list[str]:
         if k == 0:
             body += [_external(line) for line in mod.globals.values()]
         else:
-            body = [line for line in body if not line.startswith("$")]
             body += decls.values()
         body += mod.declares
         for name, lines in mod.defines.items():
