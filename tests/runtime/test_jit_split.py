@@ -124,7 +124,8 @@ def test_the_number_of_parts(monkeypatch) -> None:
 @pytest.mark.parametrize("name", ["matmul_bias_act.cu", "programs/device_counter.cu",
                                   "programs/device_array.cu", "programs/warp_shuffle.cu",
                                   "programs/libm.cu", "programs/index64.cu",
-                                  "programs/atomics.cu", "programs/vector_ldst.cu"])
+                                  "programs/atomics.cu", "programs/vector_ldst.cu",
+                                  "programs/warp_divergent.cu"])
 def test_a_program_runs_the_same_on_a_module_compiled_in_parts(name, tmp_path, monkeypatch):
     from sirius.runtime.cpu import device
     from sirius.runtime.cpu.device import CpuDevice
