@@ -72,12 +72,13 @@ class Reference:
     core is there (to measure what it gains)."""
 
     def __init__(self, seed: int, jobs: int | None, fused_runs: int, serial: bool = False,
-                 default: bool = True):
+                 default: bool = True, say=None):
         self.seed, self.jobs, self.fused_runs, self.serial = seed, jobs, fused_runs, serial
         self.default = default  # False: only when SIRIUS_HEAD_START=1 asks for it
         self.head = None
         self.files: tuple = ()
         self.builder = None  # the fused module's prebuild (`prebuild`)
+        self.say = say or (lambda _line: None)  # a progress line when the prebuild starts
 
     def wanted(self) -> bool:
         import os
@@ -126,6 +127,9 @@ class Reference:
             self.builder = Prebuild(device_ir, self.files, host.data_bytes(), True)
         except (OSError, ValueError, ImportError):
             self.builder = None
+            return
+        self.say(f"building the fused program's CPU module ahead ({len(device_ir) / 1e6:.1f} "
+                 "MB of device IR), in a worker process")
 
     def close(self) -> None:
         if self.head is not None:
@@ -267,7 +271,8 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
     # off by default here: measured, it saves a few seconds where the original runs long
     # (paper deepspeech2 176 -> 168 s) and costs a worker's start where it does not (paper
     # seq2seq 29.5 -> 31.8 s, and every small program); SIRIUS_HEAD_START=1 turns it on
-    ref = None if args.no_verify else Reference(args.seed, None, 3, serial=True, default=False)
+    ref = None if args.no_verify else Reference(args.seed, None, 3, serial=True, default=False,
+                                                say=say)
     try:
         res = fuse_from_args(args, say, ref)
         verification, status = check(res, args, say, ref)

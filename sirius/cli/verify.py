@@ -31,7 +31,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     device = gpu_device(args) if args.device == "gpu" else None  # a missing GPU: said first
     say = progress(args.quiet)
     orders = tuple(args.order) if args.order else default_orders(args.seed)
-    ref = Reference(args.seed, args.jobs, len(orders)) if device is None else None
+    ref = Reference(args.seed, args.jobs, len(orders), say=say) if device is None else None
     try:
         res = fuse_from_args(args, say, ref)
         print(summary(res), file=sys.stderr if args.json else sys.stdout)

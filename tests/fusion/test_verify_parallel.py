@@ -270,6 +270,9 @@ def test_cli_verify_with_the_module_built_ahead() -> None:
     out = run_cli("verify", prog, "--json", env_changes=on)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["status"] == "ok"
+    assert "building the fused program's CPU module ahead" in out.stderr
+    off = run_cli("verify", prog, "--json", env_changes=dict(on, SIRIUS_PREBUILD="0"))
+    assert off.returncode == 0 and "CPU module ahead" not in off.stderr
 
 
 def test_the_reference_started_ahead_compiles_its_module_in_one_piece(monkeypatch) -> None:
