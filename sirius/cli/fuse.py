@@ -114,8 +114,6 @@ class Reference:
         any size (tests). A later round's module replaces an earlier one's."""
         import os
 
-        from sirius.verify.runs import Prebuild
-
         if self.builder is not None:
             self.builder.close()
             self.builder = None
@@ -123,6 +121,8 @@ class Reference:
         if force == "0" or (os.cpu_count() or 1) < 2 or \
                 (force != "1" and len(device_ir) < PREBUILD_MIN_BYTES):
             return
+        from sirius.verify.runs import Prebuild
+
         try:
             self.builder = Prebuild(device_ir, self.files, host.data_bytes(), True)
         except (OSError, ValueError, ImportError):

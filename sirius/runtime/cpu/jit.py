@@ -196,21 +196,18 @@ class JitModule:
         text = self.host.text
         n = jit_parts(len(text))
         try:
-            if n > 1:  # cut the text as LLVM prints it (and stop here if it does not verify)
-                mod = llvmctx.parse(text)
-                try:
-                    mod.verify()
-                except RuntimeError as e:
-                    raise objcompile.VerifyError(str(e)) from e
+            mod = objcompile.parse_verified(text)
+            if n > 1:  # cut the text as LLVM prints it
                 parts = split.split(str(mod), n)
-                del mod
                 if len(parts) > 1:
+                    del mod  # each part is parsed where it compiles
                     try:
                         return _compile_parts(parts, self.speed)
                     except (_PartFailed, objcompile.VerifyError) as e:  # a bug in the split
                         print(f"sirius: note: compiling the CPU module of {source} in one "
                               f"piece ({e})", file=sys.stderr)
-            return (objcompile.compile_text(text, self.speed),)
+                        mod = objcompile.parse_verified(text)
+            return (objcompile.compile_module(mod, self.speed),)
         except objcompile.VerifyError as e:  # a rewrite the verifier rejects is a bug in sirius
             raise SiriusError(f"internal: the CPU rewrite of {source} does not verify: {e}") \
                 from e

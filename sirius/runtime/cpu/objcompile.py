@@ -43,12 +43,22 @@ def compile_text(text: str, speed: int) -> bytes:
     """The object file of the module `text`: LLVM's O`speed` pipeline, then code generation
     (at speed 0 LLVM's O0 pipeline, which only inlines `alwaysinline` functions, and fast
     instruction selection)."""
-    tm = _machines()[0 if speed == 0 else 2]
+    return compile_module(parse_verified(text), speed)
+
+
+def parse_verified(text: str) -> llvm.ModuleRef:
+    """The module `text`, parsed and verified (VerifyError otherwise)."""
     try:
         mod = llvmctx.parse(text)
         mod.verify()
     except RuntimeError as e:
         raise VerifyError(str(e)) from e
+    return mod
+
+
+def compile_module(mod: llvm.ModuleRef, speed: int) -> bytes:
+    """The object file of the parsed module `mod` (changed in place), as `compile_text`."""
+    tm = _machines()[0 if speed == 0 else 2]
     pto = llvm.create_pipeline_tuning_options(speed_level=speed)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)

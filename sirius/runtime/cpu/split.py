@@ -181,16 +181,13 @@ def split(text: str, parts: int) -> list[str]:
     if len(clusters) < 2:
         return [text]
 
-    def size(members: list[str]) -> int:
-        funcs = local_closure(set(members))
-        return sum(len(line) for f in funcs for line in mod.defines[f])
-
+    size = {c: sum(len(line) for f in local_closure(set(members)) for line in mod.defines[f])
+            for c, members in clusters.items()}  # text the cluster's part compiles
     load = [0] * parts
     where: list[list[str]] = [[] for _ in range(parts)]
-    order = sorted(clusters, key=lambda c: (c not in anchored, -size(clusters[c])))
-    for c in order:
+    for c in sorted(clusters, key=lambda c: (c not in anchored, -size[c])):
         k = 0 if c in anchored else min(range(parts), key=lambda p: load[p])
-        load[k] += size(clusters[c])
+        load[k] += size[c]
         where[k] += clusters[c]
     where = [w for w in where if w]  # part 0 is never empty: it takes the first cluster
     if len(where) < 2:
