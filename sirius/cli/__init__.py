@@ -7,6 +7,12 @@ from __future__ import annotations
 import os
 import sys
 
+# numpy's OpenBLAS starts a thread per core at import, and each spins for a while before it
+# sleeps: 0.1 s of CPU for every sirius process (and every worker it starts), for BLAS calls
+# that sirius does not make. The command's own processes take one thread; a user's setting
+# stays, and the library (`import sirius`) changes nothing.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 def _interrupted(exit_now: bool = True) -> int:
     """Ctrl-C: one line, status 130, no traceback. CPython records a KeyboardInterrupt raised

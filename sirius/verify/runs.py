@@ -25,6 +25,7 @@ import functools
 import multiprocessing as mp
 import os
 import queue
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -161,9 +162,18 @@ def _worker(spec: RunSpec, jobs: int) -> RunOutput:
     return out
 
 
+# Python's resource tracker (a process multiprocessing starts for the queues' semaphores) warns
+# on stderr about each semaphore still registered when sirius ends: after a Ctrl-C, which
+# leaves with os._exit (cli._interrupted), those lines came after "sirius: interrupted". It
+# takes its warning filters from ours as it starts (`-W`); it still unlinks what is left.
+_TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
 def pool_context():
     """The start method of the workers: a fork server where there is one, whose forked
     workers stay quiet when sirius ends before telling them their work (`_forkchild`)."""
+    if _TRACKER_QUIET not in sys.warnoptions:
+        sys.warnoptions.append(_TRACKER_QUIET)
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     mctx = mp.get_context("forkserver")

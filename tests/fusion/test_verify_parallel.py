@@ -164,6 +164,44 @@ def test_a_worker_whose_parent_ends_before_its_start_is_quiet() -> None:
     assert "Traceback" not in run("pool_context()")
 
 
+def test_a_worker_start_error_is_quiet_only_once_sirius_has_ended(monkeypatch, capsys) -> None:
+    # Under load a Ctrl-C also landed after the pool's semaphores were unlinked: the new
+    # worker's unpickling raised FileNotFoundError (rebuilding one), printed after "sirius:
+    # interrupted". Quiet only when the sirius process is gone; while it runs, print.
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # the import below replaces it
+    from sirius.verify import _forkchild
+
+    shown: list[type] = []
+    monkeypatch.setattr(_forkchild, "_default_hook", lambda tp, v, tb: shown.append(tp))
+    err = FileNotFoundError(2, "No such file or directory")
+    monkeypatch.setattr(_forkchild, "_SIRIUS", os.getpid())  # alive
+    _forkchild._orphan_quiet(FileNotFoundError, err, None)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # reaped: no such process
+    monkeypatch.setattr(_forkchild, "_SIRIUS", gone.pid)
+    _forkchild._orphan_quiet(FileNotFoundError, err, None)
+    _forkchild._orphan_quiet(ValueError, ValueError("a bug"), None)
+    assert shown == [FileNotFoundError, ValueError]
+
+
+def test_the_resource_tracker_is_started_quiet() -> None:
+    # its leaked-semaphore warnings after an interrupted verify (os._exit) reached the terminal
+    import sys
+    from multiprocessing import util
+
+    from sirius.verify.runs import _TRACKER_QUIET, pool_context
+
+    pool_context()
+    assert f"-W{_TRACKER_QUIET}" in util._args_from_interpreter_flags()
+    assert sys.warnoptions.count(_TRACKER_QUIET) == 1
+    pool_context()
+    assert sys.warnoptions.count(_TRACKER_QUIET) == 1
+
+
 def test_the_reference_run_started_ahead_gives_the_same_report() -> None:
     from sirius.verify.differential import start_reference
 
