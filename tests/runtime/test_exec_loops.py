@@ -127,3 +127,35 @@ def test_a_random_order_is_the_fiber_schedulers_even_where_a_race_shows_it(seed)
     fib, loops = both("programs/race_threads.cu", order)
     assert fib.final["d_out"].tolist() == loops.final["d_out"].tolist()
     assert len(set(fib.final["d_out"].tolist())) > 2  # a real mix of orders, not all -1
+
+
+@pytest.mark.parametrize("name", ["block_reduce.cu", "programs/warp_divergent.cu"])
+def test_the_block_loops_copies_per_warp_resume_change_nothing(name, monkeypatch):
+    """The block loop has a copy for each state a thread resumes from after a warp operation
+    (entries.block_wrapper), which the runtime picks when every lane resumes from there; without
+    the copies every thread dispatches on its own state: the same bytes and counters, in
+    every order."""
+    from sirius.runtime.cpu import device, entries, jit
+
+    program, kernels, host = analysed(name)
+
+    def go(order):
+        return run_host_program(host, program, kernels, CpuDevice(order=order), seed=3,
+                                order=order)
+
+    def block_loops() -> list[str]:
+        (jm,) = [m for m in device._MODULES.values() if m.host.text.count("@__sirius_lanes_")]
+        return [ln for ln in jm.host.text.splitlines() if "switch i32 %uniform" in ln]
+
+    monkeypatch.setattr(device, "_MODULES", {})
+    copies = {o: go(o) for o in ORDERS}
+    assert any("label %u" in ln for ln in block_loops()), name
+    monkeypatch.setattr(entries, "UNIFORM_STATES_MAX", 0)
+    monkeypatch.setattr(jit, "_rewrite_digest", lambda: "no copies per warp resume")
+    monkeypatch.setattr(device, "_MODULES", {})
+    for order in ORDERS:
+        plain = go(order)
+        assert counters(plain) == counters(copies[order]), (name, order)
+        for k in plain.final:
+            assert np.array_equal(plain.final[k], copies[order].final[k], equal_nan=True)
+    assert not any("label %u" in ln for ln in block_loops()), name

@@ -83,19 +83,44 @@ def thread_wrapper(index: int, header: str, fn: Function, loops: bool = False) -
     return "\n".join(lines)
 
 
-def block_wrapper(index: int) -> str:
-    """`i32 __sirius_block_N(args, frames, frame_bytes, list, count, tids, res)`: one round of a
-    work-item-loop kernel over the threads of a block (`run_block_loops` in sirius_rt.c). For
-    each thread index i of `list[0, count)`, in that order, it sets the context's thread id from
-    `tids[3 i]`, runs thread i from `res[i]` (the state it stopped with; a warp stop's top bit
-    cleared) in its frame `frames + i * frame_bytes`, and writes where it stopped into `res[i]`.
-    It returns 1 when every thread stopped in the same place, else 0. The loop lives here rather
-    than in the runtime so that a stop costs no call and no reload of the arguments."""
+# A kernel with more resume states than this gets no per-state copies of its block loop (each
+# copy holds the code from one resume point to the next stops; a megakernel can have thousands)
+UNIFORM_STATES_MAX = 32
+
+
+def block_wrapper(index: int, states: tuple[int, ...] = ()) -> str:
+    """`i32 __sirius_block_N(args, frames, frame_bytes, list, count, tids, res, uniform)`: one
+    round of a work-item-loop kernel over the threads of a block (`run_block_loops` in
+    sirius_rt.c). For each thread index i of `list[0, count)`, in that order, it sets the
+    context's thread id from `tids[3 i]`, runs thread i from its state in its frame
+    `frames + i * frame_bytes`, and writes where it stopped into `res[i]`. The state is
+    `res[i]` (a warp stop's top bit cleared), or `uniform` for every thread when that is not -1
+    (the runtime knows they all stopped in one place). It returns 1 when every thread stopped in
+    the same place, else 0. The loop lives here rather than in the runtime so that a stop costs
+    no call and no reload of the arguments.
+
+    For each resume state of `states` (the continuation's: 0 and one after each stop) the loop
+    has a copy with that state constant, which `uniform` selects: in it LLVM folds the
+    continuation's dispatch away, and only the code from that resume point on is left, so a
+    thread's step there costs no state load, jump table or indirect branch (the common case:
+    a block released from one barrier, a warp past one shuffle)."""
     k = index
-    return "\n".join([
-        f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
-        "i32 %count, ptr %tids, ptr %res) {",
+    uniform = states if len(states) <= UNIFORM_STATES_MAX else ()
+    cases = " ".join(f"i32 {s}, label %u{s}" for s in uniform)
+    lines = [f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
+             "i32 %count, ptr %tids, ptr %res, i32 %uniform) {",
+             "entry:",
+             f"  switch i32 %uniform, label %any [ {cases} ]"]
+    call = (f"call i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
+            "i32 %count, ptr %tids, ptr %res, i32 {}) alwaysinline")
+    for s in uniform:
+        lines += [f"u{s}:", f"  %r{s} = " + call.format(s), f"  ret i32 %r{s}"]
+    lines += ["any:", "  %r = " + call.format("%uniform"), "  ret i32 %r", "}"]
+    return "\n".join(lines + [
+        f"define internal i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
+        "i32 %count, ptr %tids, ptr %res, i32 %uniform) alwaysinline {",
         "entry:",
+        "  %own = icmp eq i32 %uniform, -1",
         "  br label %loop",
         "loop:",
         "  %k = phi i32 [ 0, %entry ], [ %k1, %loop ]",
@@ -114,7 +139,8 @@ def block_wrapper(index: int) -> str:
         "  %rp = getelementptr inbounds i32, ptr %res, i64 %i64",
         "  %st = load i32, ptr %rp, align 4",
         "  %st1 = and i32 %st, 2147483647",
-        f"  %r = call i32 @__sirius_thread_{k}(ptr %args, ptr %frame, i32 %st1) alwaysinline",
+        "  %st2 = select i1 %own, i32 %st1, i32 %uniform",
+        f"  %r = call i32 @__sirius_thread_{k}(ptr %args, ptr %frame, i32 %st2) alwaysinline",
         "  store i32 %r, ptr %rp, align 4",
         "  %lo1 = call i32 @llvm.umin.i32(i32 %lo, i32 %r)",
         "  %hi1 = call i32 @llvm.umax.i32(i32 %hi, i32 %r)",

@@ -108,10 +108,13 @@ typedef void (*thread_fn)(void **args);
 // written) or its end (0). What the runtime calls for such a kernel (block_wrapper in
 // entries.py): one round over the threads list[0, count), in that order; each thread i runs
 // from res[i] (a warp stop's bit cleared) in its frame, with its ids from tids[3 i], and res[i]
-// becomes where it stopped. Returns 1 when every thread stopped in the same place.
+// becomes where it stopped. Returns 1 when every thread stopped in the same place. `uniform`:
+// -1, or the state every thread of the list resumes from (then res[i] is not read; the block
+// loop has a copy for each state where its dispatch is folded away).
 typedef uint32_t (*block_fn)(void **args, char *frames, uint64_t frame_bytes,
                              const uint32_t *list, uint32_t count, const uint32_t *tids,
-                             uint32_t *res);
+                             uint32_t *res, int32_t uniform);
+#define ANY_STATE (-1)
 
 enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
 enum { MODE_FAST = 0, MODE_FIBERS = 1, MODE_LOOPS = 2 };
@@ -716,12 +719,15 @@ static void run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
     make_order(worder, (uint32_t)nwarps, d->order, &w->rng);
     for (int qi = 0; qi < nwarps; ++qi) {
         int q = (int)worder[qi], lanes = n - 32 * q < 32 ? n - 32 * q : 32;
+        // every lane resumes where the warp operation just completed left it
+        int32_t from = (int32_t)(w->res[32 * q] & ~WARP_STOP);
         for (;;) {
             make_order(lorder, (uint32_t)lanes, d->order, &w->rng);
             for (int l = 0; l < lanes; ++l) list[l] = 32 * (uint32_t)q + lorder[l];
             uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, (uint32_t)lanes,
-                               w->tids, w->res);
+                               w->tids, w->res, from);
             if (!same || !(w->res[list[0]] & WARP_STOP)) break;
+            from = (int32_t)(w->res[list[0]] & ~WARP_STOP);
             complete_warp(w, 32 * q, w->wlive[q], 0);
         }
         for (int l = 0; l < lanes; ++l) settle(w, 32 * q + l, w->res[32 * q + l], waiting, warps);
@@ -751,6 +757,7 @@ static void run_block_loops(worker *w) {
         w->wmixed[k] = 0;
     }
     int all_run = 1;
+    int32_t from = 0;  // while all_run: the state every thread resumes from, or ANY_STATE
     if (setjmp(w->jb)) return;
     for (;;) {
         int ran = 0, waiting = 0, warps = 0;
@@ -766,10 +773,12 @@ static void run_block_loops(worker *w) {
             list = w->sel;
         }
         if (count) {
-            uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, count, w->tids, w->res);
+            uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, count, w->tids, w->res,
+                               all_run ? from : ANY_STATE);
             ran = 1;
             if (same && all_run) {
                 uint32_t r0 = w->res[list[0]];
+                from = (int32_t)r0;  // a barrier's release resumes them all there
                 if (r0 == 0) return;  // every thread ran to its end
                 if (r0 & WARP_STOP) {  // every lane of every warp at one warp operation
                     for (int k = 0; k < nwarps; ++k) complete_warp(w, 32 * k, w->wlive[k], 0);
@@ -831,6 +840,7 @@ static void run_block_loops(worker *w) {
         }
         all_run = 1;
         for (int i = 0; i < n && all_run; ++i) all_run = w->fibers[i].state == RUN;
+        from = ANY_STATE;  // threads released by the fibers' rules: each from its own state
     }
 }
 

@@ -73,6 +73,9 @@ def _lower_align(line: str) -> str:
 class Loops:
     text: list[str]    # the continuation function's lines
     frame_bytes: int   # per thread, a multiple of 64
+    # where a thread resumes after a warp operation: the block loop has a copy for each
+    # (entries.block_wrapper), since a warp resumes from one of them once per operation
+    warp_states: tuple[int, ...] = ()
 
 
 @dataclass
@@ -405,6 +408,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
         return out
 
     entry = blocks[0].label
+    warp_states: set[int] = set()
     out = [f"define {m.group(1)}i32 {m.group(2)}({params}"
            f"{', ' if params.strip() else ''}ptr noalias %__frame, i32 %__state){tail}{{",
            "__wi.entry:"]
@@ -443,6 +447,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 warp = _WARP.search(line)
                 state = s + 1
                 if warp:  # the operation into the frame's record; its result comes at resume
+                    warp_states.add(state)
                     pre, line = load_uses(line)
                     out += pre
                     for off, operand in enumerate(_WARP.search(line).groups()[:5]):
@@ -470,4 +475,4 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if d in demoted:
                 out.append(f"  store {types[d]} {_ref(d)}, ptr {slot[d]}")
     out.append("}")
-    return Loops([_lower_align(line) for line in out], frame_bytes)
+    return Loops([_lower_align(line) for line in out], frame_bytes, tuple(sorted(warp_states)))
