@@ -129,12 +129,14 @@ def test_a_random_order_is_the_fiber_schedulers_even_where_a_race_shows_it(seed)
     assert len(set(fib.final["d_out"].tolist())) > 2  # a real mix of orders, not all -1
 
 
-@pytest.mark.parametrize("name", ["block_reduce.cu", "programs/warp_divergent.cu"])
+@pytest.mark.parametrize("name", ["block_reduce.cu", "programs/warp_divergent.cu",
+                                  "programs/warp_shuffle.cu"])
 def test_the_block_loops_copies_per_warp_resume_change_nothing(name, monkeypatch):
     """The block loop has a copy for each state a thread resumes from after a warp operation
-    (entries.block_wrapper), which the runtime picks when every lane resumes from there; without
-    the copies every thread dispatches on its own state: the same bytes and counters, in
-    every order."""
+    (entries.block_wrapper), which the runtime picks when every lane resumes from there, and
+    completes a full warp's shuffle with constant operands itself (forward and reverse orders);
+    without the copies every thread dispatches on its own state and the runtime completes every
+    warp operation: the same bytes and counters, in every order."""
     from sirius.runtime.cpu import device, entries, jit
 
     program, kernels, host = analysed(name)
@@ -150,6 +152,9 @@ def test_the_block_loops_copies_per_warp_resume_change_nothing(name, monkeypatch
     monkeypatch.setattr(device, "_MODULES", {})
     copies = {o: go(o) for o in ORDERS}
     assert any("label %u" in ln for ln in block_loops()), name
+    if name != "programs/warp_divergent.cu":  # shuffles with constant operands
+        (jm,) = [m for m in device._MODULES.values() if m.host.text.count("@__sirius_lanes_")]
+        assert "label %x" in jm.host.text, name
     monkeypatch.setattr(entries, "UNIFORM_STATES_MAX", 0)
     monkeypatch.setattr(jit, "_rewrite_digest", lambda: "no copies per warp resume")
     monkeypatch.setattr(device, "_MODULES", {})

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from sirius.analysis.irview import Function
 from sirius.fusion.spec import GRID_SYNC, MK_HELPERS, MK_SIGNAL, MK_WAIT
+from sirius.runtime.cpu import native as N
+from sirius.runtime.cpu.wiloop import WARP_RESULT, WARP_STOP, WARP_VALUE
 
 _PARAM_ATTRS = {"noundef", "signext", "zeroext", "inreg", "nonnull", "returned"}
 
@@ -88,10 +90,66 @@ def thread_wrapper(index: int, header: str, fn: Function, loops: bool = False) -
 UNIFORM_STATES_MAX = 32
 
 
-def block_wrapper(index: int, states: tuple[int, ...] = ()) -> str:
-    """`i32 __sirius_block_N(args, frames, frame_bytes, list, count, tids, res, uniform)`: one
-    round of a work-item-loop kernel over the threads of a block (`run_block_loops` in
-    sirius_rt.c). For each thread index i of `list[0, count)`, in that order, it sets the
+def shfl_source(op: int, lane: int, b: int, c: int) -> int:
+    """The lane whose value lane `lane` gets from a shuffle (`shfl_source` in sirius_rt.c)."""
+    seg, clamp = (c >> 8) & 31, c & 31
+    maxl, minl = (lane & seg) | (clamp & ~seg), lane & seg
+    if op == N.W_SHFL_UP:
+        j = lane - b
+        ok = j >= maxl
+    elif op == N.W_SHFL_DOWN:
+        j = lane + b
+        ok = j <= maxl
+    elif op == N.W_SHFL_BFLY:
+        j = lane ^ b
+        ok = j <= maxl
+    else:
+        j = minl | (b & 31 & ~seg)
+        ok = j <= maxl
+    return lane if not ok or j < 0 or j > 31 else j
+
+
+def _exchange(k: int, state: int, op: int, b: int, c: int) -> list[str] | None:
+    """The block `x{state}` of `__sirius_block_k`: a full warp's operation (op, b, c) completed
+    as `complete_warp` in sirius_rt.c does it for 32 lanes waiting at one site (each lane's
+    value at byte 8 of its frame, its result to byte 24), then on to the copy for `state`.
+    None for an operation the runtime must complete (votes, ballots, matches)."""
+    if op not in (N.W_SHFL_IDX, N.W_SHFL_UP, N.W_SHFL_DOWN, N.W_SHFL_BFLY, N.W_ACTIVEMASK,
+                  N.W_SYNC):
+        return None
+    x = f"x{state}"
+    out = [f"{x}:", f"  %{x}.i = load i32, ptr %list, align 4",
+           f"  %{x}.q = and i32 %{x}.i, -32", f"  %{x}.q64 = zext i32 %{x}.q to i64",
+           f"  %{x}.o = mul i64 %{x}.q64, %fb",
+           f"  %{x}.w = getelementptr inbounds i8, ptr %frames, i64 %{x}.o"]
+
+    def frame(lane: int, at: int) -> str:
+        out.append(f"  %{x}.o{at}.{lane} = mul i64 %fb, {lane}")
+        out.append(f"  %{x}.p{at}.{lane} = getelementptr inbounds i8, ptr %{x}.w, "
+                   f"i64 %{x}.o{at}.{lane}")
+        out.append(f"  %{x}.a{at}.{lane} = getelementptr inbounds i8, ptr %{x}.p{at}.{lane}, "
+                   f"i64 {at}")
+        return f"%{x}.a{at}.{lane}"
+
+    if op in (N.W_ACTIVEMASK, N.W_SYNC):
+        value = "-1" if op == N.W_ACTIVEMASK else "0"
+        for lane in range(32):
+            out.append(f"  store i32 {value}, ptr {frame(lane, WARP_RESULT)}, align 4")
+    else:
+        for lane in range(32):
+            out.append(f"  %{x}.v{lane} = load i32, ptr {frame(lane, WARP_VALUE)}, align 4")
+        for lane in range(32):
+            out.append(f"  store i32 %{x}.v{shfl_source(op, lane, b, c)}, "
+                       f"ptr {frame(lane, WARP_RESULT)}, align 4")
+    out.append(f"  br label %u{state}")
+    return out
+
+
+def block_wrapper(index: int, states: tuple[int, ...] = (),
+                  ops: dict[int, tuple[int, int, int]] | None = None) -> str:
+    """`i32 __sirius_block_N(args, frames, frame_bytes, list, count, tids, res, uniform,
+    chain)`: one round of a work-item-loop kernel over the threads of a block (`run_block_loops`
+    in sirius_rt.c). For each thread index i of `list[0, count)`, in that order, it sets the
     context's thread id from `tids[3 i]`, runs thread i from its state in its frame
     `frames + i * frame_bytes`, and writes where it stopped into `res[i]`. The state is
     `res[i]` (a warp stop's top bit cleared), or `uniform` for every thread when that is not -1
@@ -99,22 +157,47 @@ def block_wrapper(index: int, states: tuple[int, ...] = ()) -> str:
     the same place, else 0. The loop lives here rather than in the runtime so that a stop costs
     no call and no reload of the arguments.
 
-    For each resume state of `states` (the continuation's: 0 and one after each stop) the loop
-    has a copy with that state constant, which `uniform` selects: in it LLVM folds the
-    continuation's dispatch away, and only the code from that resume point on is left, so a
-    thread's step there costs no state load, jump table or indirect branch (the common case:
-    a block released from one barrier, a warp past one shuffle)."""
+    For each resume state of `states` (those after a warp operation) the loop has a copy with
+    that state constant, which `uniform` selects: in it LLVM folds the continuation's dispatch
+    away, and only the code from that resume point on is left, so a lane's step there costs no
+    state load, jump table or indirect branch.
+
+    `chain` (the runtime passes 1 for one full warp, its lanes in the same order at every step:
+    forward or reverse): when every lane stopped at one warp operation of `ops` (state ->
+    kind and constant operands; shuffles, activemask, syncwarp), the block loop completes it
+    itself and runs the lanes on from there, as the runtime's `run_warps` would, until they stop
+    anywhere else."""
     k = index
+    ops = ops or {}
     uniform = states if len(states) <= UNIFORM_STATES_MAX else ()
+    chained = {st: _exchange(k, st, *ops[st]) for st in uniform if st in ops}
+    chained = {st: x for st, x in chained.items() if x is not None}
     cases = " ".join(f"i32 {s}, label %u{s}" for s in uniform)
     lines = [f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
-             "i32 %count, ptr %tids, ptr %res, i32 %uniform) {",
+             "i32 %count, ptr %tids, ptr %res, i32 %uniform, i32 %chain) {",
              "entry:",
+             "  %chain1 = icmp ne i32 %chain, 0",
              f"  switch i32 %uniform, label %any [ {cases} ]"]
     call = (f"call i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
             "i32 %count, ptr %tids, ptr %res, i32 {}) alwaysinline")
+    stops = " ".join(f"i32 {(st | WARP_STOP) - (1 << 32)}, label %x{st}" for st in chained)
     for s in uniform:
-        lines += [f"u{s}:", f"  %r{s} = " + call.format(s), f"  ret i32 %r{s}"]
+        lines += [f"u{s}:", f"  %r{s} = " + call.format(s)]
+        if not chained:
+            lines.append(f"  ret i32 %r{s}")
+            continue
+        lines += [f"  %same{s} = icmp ne i32 %r{s}, 0",
+                  f"  %go{s} = and i1 %chain1, %same{s}",
+                  f"  br i1 %go{s}, label %n{s}, label %e{s}",
+                  f"n{s}:",
+                  f"  %n{s}.i = load i32, ptr %list, align 4",
+                  f"  %n{s}.i64 = zext i32 %n{s}.i to i64",
+                  f"  %n{s}.rp = getelementptr inbounds i32, ptr %res, i64 %n{s}.i64",
+                  f"  %n{s}.st = load i32, ptr %n{s}.rp, align 4",
+                  f"  switch i32 %n{s}.st, label %e{s} [ {stops} ]",
+                  f"e{s}:", f"  ret i32 %r{s}"]
+    for x in chained.values():
+        lines += x
     lines += ["any:", "  %r = " + call.format("%uniform"), "  ret i32 %r", "}"]
     return "\n".join(lines + [
         f"define internal i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "

@@ -110,10 +110,13 @@ typedef void (*thread_fn)(void **args);
 // from res[i] (a warp stop's bit cleared) in its frame, with its ids from tids[3 i], and res[i]
 // becomes where it stopped. Returns 1 when every thread stopped in the same place. `uniform`:
 // -1, or the state every thread of the list resumes from (then res[i] is not read; the block
-// loop has a copy for each state where its dispatch is folded away).
+// loop has a copy for each state where its dispatch is folded away). `chain`: the list is one
+// full warp, in the order it has at every step; when all its lanes stop at one warp operation
+// with constant operands (a shuffle, activemask, syncwarp), the block loop completes it as
+// complete_warp would and runs them on, returning only where they stop otherwise.
 typedef uint32_t (*block_fn)(void **args, char *frames, uint64_t frame_bytes,
                              const uint32_t *list, uint32_t count, const uint32_t *tids,
-                             uint32_t *res, int32_t uniform);
+                             uint32_t *res, int32_t uniform, int32_t chain);
 #define ANY_STATE (-1)
 
 enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
@@ -719,13 +722,16 @@ static void run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
     make_order(worder, (uint32_t)nwarps, d->order, &w->rng);
     for (int qi = 0; qi < nwarps; ++qi) {
         int q = (int)worder[qi], lanes = n - 32 * q < 32 ? n - 32 * q : 32;
-        // every lane resumes where the warp operation just completed left it
+        // every lane resumes where the warp operation just completed left it; the block loop
+        // may go on through the next ones itself where the lanes' order is the same at each
+        // step (forward, reverse: make_order draws nothing)
         int32_t from = (int32_t)(w->res[32 * q] & ~WARP_STOP);
+        int32_t chain = lanes == 32 && d->order != ORDER_RANDOM;
         for (;;) {
             make_order(lorder, (uint32_t)lanes, d->order, &w->rng);
             for (int l = 0; l < lanes; ++l) list[l] = 32 * (uint32_t)q + lorder[l];
             uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, (uint32_t)lanes,
-                               w->tids, w->res, from);
+                               w->tids, w->res, from, chain);
             if (!same || !(w->res[list[0]] & WARP_STOP)) break;
             from = (int32_t)(w->res[list[0]] & ~WARP_STOP);
             complete_warp(w, 32 * q, w->wlive[q], 0);
@@ -774,7 +780,7 @@ static void run_block_loops(worker *w) {
         }
         if (count) {
             uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, count, w->tids, w->res,
-                               all_run ? from : ANY_STATE);
+                               all_run ? from : ANY_STATE, 0);
             ran = 1;
             if (same && all_run) {
                 uint32_t r0 = w->res[list[0]];

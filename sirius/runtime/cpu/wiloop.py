@@ -45,6 +45,7 @@ _BARRIER = re.compile(r"call i32 @sirius_rt_barrier\(ptr @__sirius_ctx, i32 (\S+
                       r"i32 (\d+), i32 (\S+), i32 (\S+)\)")
 _WARP = re.compile(r"call i32 @sirius_rt_warp\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
                    r"i32 (\S+), i32 (\S+), i32 (\S+), i32 (\d+)\)")
+_INT = re.compile(r"-?\d+")
 _META = re.compile(r", !(?:[\w.]+) !\d+")
 # pure instructions a resume point may recompute (their operands permitting)
 _PURE = {"getelementptr", "bitcast", "addrspacecast", "zext", "sext", "trunc", "add", "sub",
@@ -56,6 +57,7 @@ REMAT_LIMIT = 16  # instructions one rematerialized value may need
 # op, mask, val, b, c (written by the continuation when it stops there), site (by the runtime),
 # result (written by the runtime, read at the resume point): `wrec` in sirius_rt.c
 WARP_RECORD = 32
+WARP_VALUE = 8  # the operation's value (val) in the record
 WARP_RESULT = 24
 WARP_STOP = 1 << 31  # or-ed into the returned state at a warp operation
 FRAME_ALIGN = 16  # where the frame's slices start; no access claims more (_lower_align)
@@ -76,6 +78,9 @@ class Loops:
     # where a thread resumes after a warp operation: the block loop has a copy for each
     # (entries.block_wrapper), since a warp resumes from one of them once per operation
     warp_states: tuple[int, ...] = ()
+    # of those, the ones after an operation whose kind and operands b, c are constants:
+    # state -> (op, b, c); the block loop completes such an operation for a full warp itself
+    warp_ops: tuple[tuple[int, tuple[int, int, int]], ...] = ()
 
 
 @dataclass
@@ -409,6 +414,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
 
     entry = blocks[0].label
     warp_states: set[int] = set()
+    warp_ops: dict[int, tuple[int, int, int]] = {}
     out = [f"define {m.group(1)}i32 {m.group(2)}({params}"
            f"{', ' if params.strip() else ''}ptr noalias %__frame, i32 %__state){tail}{{",
            "__wi.entry:"]
@@ -448,6 +454,9 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 state = s + 1
                 if warp:  # the operation into the frame's record; its result comes at resume
                     warp_states.add(state)
+                    kind, _, _, opb, opc, _ = warp.groups()
+                    if all(_INT.fullmatch(x) for x in (kind, opb, opc)):
+                        warp_ops[state] = (int(kind), int(opb), int(opc))
                     pre, line = load_uses(line)
                     out += pre
                     for off, operand in enumerate(_WARP.search(line).groups()[:5]):
@@ -475,4 +484,5 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if d in demoted:
                 out.append(f"  store {types[d]} {_ref(d)}, ptr {slot[d]}")
     out.append("}")
-    return Loops([_lower_align(line) for line in out], frame_bytes, tuple(sorted(warp_states)))
+    return Loops([_lower_align(line) for line in out], frame_bytes, tuple(sorted(warp_states)),
+                 tuple(sorted(warp_ops.items())))
