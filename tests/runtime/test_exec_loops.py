@@ -130,13 +130,14 @@ def test_a_random_order_is_the_fiber_schedulers_even_where_a_race_shows_it(seed)
 
 
 @pytest.mark.parametrize("name", ["block_reduce.cu", "programs/warp_divergent.cu",
-                                  "programs/warp_shuffle.cu"])
+                                  "programs/warp_shuffle.cu", "programs/warp_lane_order.cu"])
 def test_the_block_loops_copies_per_warp_resume_change_nothing(name, monkeypatch):
     """The block loop has a copy for each state a thread resumes from after a warp operation
     (entries.block_wrapper), which the runtime picks when every lane resumes from there, and
     completes a full warp's shuffle with constant operands itself (forward and reverse orders);
     without the copies every thread dispatches on its own state and the runtime completes every
-    warp operation: the same bytes and counters, in every order."""
+    warp operation: the same bytes and counters, in every order. warp_lane_order.cu races on
+    purpose: its output shows the lanes' order at each step, which must be the same too."""
     from sirius.runtime.cpu import device, entries, jit
 
     program, kernels, host = analysed(name)

@@ -141,7 +141,10 @@ def _exchange(k: int, state: int, op: int, b: int, c: int) -> list[str] | None:
         for lane in range(32):
             out.append(f"  store i32 %{x}.v{shfl_source(op, lane, b, c)}, "
                        f"ptr {frame(lane, WARP_RESULT)}, align 4")
-    out.append(f"  br label %u{state}")
+    out += [f"  %{x}.r = icmp ne ptr %rng, null",  # the random order: the lanes' next one
+            f"  br i1 %{x}.r, label %{x}.d, label %u{state}",
+            f"{x}.d:", "  call void @sirius_rt_warp_order(ptr %rng, ptr %list)",
+            f"  br label %u{state}"]
     return out
 
 
@@ -162,11 +165,11 @@ def block_wrapper(index: int, states: tuple[int, ...] = (),
     away, and only the code from that resume point on is left, so a lane's step there costs no
     state load, jump table or indirect branch.
 
-    `chain` (the runtime passes 1 for one full warp, its lanes in the same order at every step:
-    forward or reverse): when every lane stopped at one warp operation of `ops` (state ->
-    kind and constant operands; shuffles, activemask, syncwarp), the block loop completes it
-    itself and runs the lanes on from there, as the runtime's `run_warps` would, until they stop
-    anywhere else."""
+    `chain` (the runtime passes 1 for one full warp): when every lane stopped at one warp
+    operation of `ops` (state -> kind and constant operands; shuffles, activemask, syncwarp),
+    the block loop completes it itself and runs the lanes on from there, as the runtime's
+    `run_warps` would, until they stop anywhere else; `rng` (the random order, else null): the
+    lanes' next order is drawn before each such step, as `run_warps` draws it."""
     k = index
     ops = ops or {}
     uniform = states if len(states) <= UNIFORM_STATES_MAX else ()
@@ -174,7 +177,7 @@ def block_wrapper(index: int, states: tuple[int, ...] = (),
     chained = {st: x for st, x in chained.items() if x is not None}
     cases = " ".join(f"i32 {s}, label %u{s}" for s in uniform)
     lines = [f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
-             "i32 %count, ptr %tids, ptr %res, i32 %uniform, i32 %chain) {",
+             "i32 %count, ptr %tids, ptr %res, i32 %uniform, i32 %chain, ptr %rng) {",
              "entry:",
              "  %chain1 = icmp ne i32 %chain, 0",
              f"  switch i32 %uniform, label %any [ {cases} ]"]
@@ -239,7 +242,8 @@ def block_wrapper(index: int, states: tuple[int, ...] = (),
 
 BLOCK_DECLS = ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
                "declare i32 @llvm.umin.i32(i32, i32)",
-               "declare i32 @llvm.umax.i32(i32, i32)")
+               "declare i32 @llvm.umax.i32(i32, i32)",
+               "declare void @sirius_rt_warp_order(ptr, ptr)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,9 +114,11 @@ typedef void (*thread_fn)(void **args);
 // full warp, in the order it has at every step; when all its lanes stop at one warp operation
 // with constant operands (a shuffle, activemask, syncwarp), the block loop completes it as
 // complete_warp would and runs them on, returning only where they stop otherwise.
+// With `rng` (the random order) it draws the lanes' next order at each such step with
+// sirius_rt_warp_order, as run_warps does.
 typedef uint32_t (*block_fn)(void **args, char *frames, uint64_t frame_bytes,
-                             const uint32_t *list, uint32_t count, const uint32_t *tids,
-                             uint32_t *res, int32_t uniform, int32_t chain);
+                             uint32_t *list, uint32_t count, const uint32_t *tids,
+                             uint32_t *res, int32_t uniform, int32_t chain, uint64_t *rng);
 #define ANY_STATE (-1)
 
 enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
@@ -266,6 +268,14 @@ static void make_order(uint32_t *perm, uint32_t n, int order, uint64_t *rng) {
         bits >>= 32;
         uint32_t t = perm[i - 1]; perm[i - 1] = perm[j]; perm[j] = t;
     }
+}
+
+// The block loop's chained warp steps (block_fn) in the random order: list, one full warp of
+// the block, in a new random order (run_warps' draw).
+void sirius_rt_warp_order(uint64_t *rng, uint32_t *list) {
+    uint32_t lorder[32], q = list[0] & ~31u;
+    make_order(lorder, 32, ORDER_RANDOM, rng);
+    for (int l = 0; l < 32; ++l) list[l] = q + lorder[l];
 }
 
 // The random state as make_order(n) leaves it, without the permutation: for a draw whose
@@ -723,15 +733,15 @@ static void run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
     for (int qi = 0; qi < nwarps; ++qi) {
         int q = (int)worder[qi], lanes = n - 32 * q < 32 ? n - 32 * q : 32;
         // every lane resumes where the warp operation just completed left it; the block loop
-        // may go on through the next ones itself where the lanes' order is the same at each
-        // step (forward, reverse: make_order draws nothing)
+        // may go on through the next ones itself (drawing the lanes' next order as here)
         int32_t from = (int32_t)(w->res[32 * q] & ~WARP_STOP);
-        int32_t chain = lanes == 32 && d->order != ORDER_RANDOM;
+        int32_t chain = lanes == 32;
+        uint64_t *rng = d->order == ORDER_RANDOM ? &w->rng : NULL;
         for (;;) {
             make_order(lorder, (uint32_t)lanes, d->order, &w->rng);
             for (int l = 0; l < lanes; ++l) list[l] = 32 * (uint32_t)q + lorder[l];
             uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, (uint32_t)lanes,
-                               w->tids, w->res, from, chain);
+                               w->tids, w->res, from, chain, rng);
             if (!same || !(w->res[list[0]] & WARP_STOP)) break;
             from = (int32_t)(w->res[list[0]] & ~WARP_STOP);
             complete_warp(w, 32 * q, w->wlive[q], 0);
@@ -779,8 +789,8 @@ static void run_block_loops(worker *w) {
             list = w->sel;
         }
         if (count) {
-            uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, count, w->tids, w->res,
-                               all_run ? from : ANY_STATE, 0);
+            uint32_t same = fn(d->args, w->frames, d->frame_bytes, (uint32_t *)list, count,
+                               w->tids, w->res, all_run ? from : ANY_STATE, 0, NULL);
             ran = 1;
             if (same && all_run) {
                 uint32_t r0 = w->res[list[0]];
