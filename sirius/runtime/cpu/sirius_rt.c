@@ -723,12 +723,15 @@ static void settle(worker *w, int i, uint32_t r, int *waiting, int *warps) {
 // the end, warp operations at different sites). Warps share nothing between two barriers that
 // a race-free kernel may read, and their 32 frames stay in the cache where a round of the
 // whole block would not keep 256. Warps run in the order (forward, reverse, a random order
-// drawn here), and the lanes of a warp in a new order at each step. Every thread's state is
-// settled on return.
-static void run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
+// drawn here), and the lanes of a warp in a new order at each step. Returns the state every
+// thread stopped in when all stopped at one barrier (its site + 1) or all ran to their end (0):
+// their states are not settled then (the caller stays in its all-runnable mode); else -1, every
+// thread's state settled.
+static int32_t run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
     launch_desc *d = w->d;
     int n = w->nthreads, nwarps = (n + 31) / 32;
     uint32_t worder[32], lorder[32], list[32];
+    int64_t common = -2;  // where every warp stopped together: -2 none yet, -1 not one place
     make_order(worder, (uint32_t)nwarps, d->order, &w->rng);
     for (int qi = 0; qi < nwarps; ++qi) {
         int q = (int)worder[qi], lanes = n - 32 * q < 32 ? n - 32 * q : 32;
@@ -737,18 +740,23 @@ static void run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
         int32_t from = (int32_t)(w->res[32 * q] & ~WARP_STOP);
         int32_t chain = lanes == 32;
         uint64_t *rng = d->order == ORDER_RANDOM ? &w->rng : NULL;
+        uint32_t same;
         for (;;) {
             make_order(lorder, (uint32_t)lanes, d->order, &w->rng);
             for (int l = 0; l < lanes; ++l) list[l] = 32 * (uint32_t)q + lorder[l];
-            uint32_t same = fn(d->args, w->frames, d->frame_bytes, list, (uint32_t)lanes,
-                               w->tids, w->res, from, chain, rng);
+            same = fn(d->args, w->frames, d->frame_bytes, list, (uint32_t)lanes, w->tids,
+                      w->res, from, chain, rng);
             if (!same || !(w->res[list[0]] & WARP_STOP)) break;
             from = (int32_t)(w->res[list[0]] & ~WARP_STOP);
             complete_warp(w, 32 * q, w->wlive[q], 0);
         }
-        for (int l = 0; l < lanes; ++l) settle(w, 32 * q + l, w->res[32 * q + l], waiting, warps);
+        uint32_t r = w->res[list[0]];
+        common = !same || common == -1 || (common >= 0 && common != (int64_t)r) ? -1 : (int64_t)r;
     }
+    if (common >= 0) return (int32_t)common;
+    for (int i = 0; i < n; ++i) settle(w, i, w->res[i], waiting, warps);
     fiber_ids(w);
+    return -1;
 }
 
 // The fiber scheduler's rounds with calls instead of context switches: every round draws a new
@@ -798,7 +806,17 @@ static void run_block_loops(worker *w) {
                 if (r0 == 0) return;  // every thread ran to its end
                 if (r0 & WARP_STOP) {  // every lane of every warp at one warp operation
                     for (int k = 0; k < nwarps; ++k) complete_warp(w, 32 * k, w->wlive[k], 0);
-                    run_warps(w, fn, &waiting, &warps);
+                    int32_t all = run_warps(w, fn, &waiting, &warps);
+                    if (all >= 0) {
+                        // every thread at its end, or at one barrier: what the rounds below
+                        // would do with the settled states (one more draw; then the end, or
+                        // the release), without them
+                        skip_order((uint32_t)n, d->order, &w->rng);
+                        if (all == 0) return;
+                        ++w->barriers;
+                        from = all;
+                        continue;
+                    }
                     all_run = 0;
                     count = 0;  // settled
                 }
