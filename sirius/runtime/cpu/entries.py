@@ -168,8 +168,8 @@ def block_wrapper(index: int, states: tuple[int, ...] = (),
     `chain` (the runtime passes 1 for one full warp): when every lane stopped at one warp
     operation of `ops` (state -> kind and constant operands; shuffles, activemask, syncwarp),
     the block loop completes it itself and runs the lanes on from there, as the runtime's
-    `run_warps` would, until they stop anywhere else; `rng` (the random order, else null): the
-    lanes' next order is drawn before each such step, as `run_warps` draws it."""
+    `run_warps` would, until they stop anywhere else; `rng` (the random order's lane orders,
+    else null): the lanes' next order is drawn before each such step, as `run_warps` draws it."""
     k = index
     ops = ops or {}
     uniform = states if len(states) <= UNIFORM_STATES_MAX else ()

@@ -114,11 +114,11 @@ typedef void (*thread_fn)(void **args);
 // full warp, in the order it has at every step; when all its lanes stop at one warp operation
 // with constant operands (a shuffle, activemask, syncwarp), the block loop completes it as
 // complete_warp would and runs them on, returning only where they stop otherwise.
-// With `rng` (the random order) it draws the lanes' next order at each such step with
-// sirius_rt_warp_order, as run_warps does.
+// With `lanes` (the random order's lane orders) it draws the lanes' next order at each such
+// step with sirius_rt_warp_order, as run_warps does.
 typedef uint32_t (*block_fn)(void **args, char *frames, uint64_t frame_bytes,
                              uint32_t *list, uint32_t count, const uint32_t *tids,
-                             uint32_t *res, int32_t uniform, int32_t chain, uint64_t *rng);
+                             uint32_t *res, int32_t uniform, int32_t chain, void *lanes);
 #define ANY_STATE (-1)
 
 enum { ORDER_FORWARD = 0, ORDER_REVERSE = 1, ORDER_RANDOM = 2 };
@@ -203,6 +203,17 @@ typedef struct {
     wrec wr;          // fibers: the warp operation
 } fiber;
 
+// The lanes' order at each step of run_warps in the random order: one of LANE_PERMS random
+// permutations of 32 lanes, drawn when a launch first needs one (from a stream of their own,
+// so that a kernel without warp operations draws what it drew before), picked at random per
+// step. A full Fisher-Yates draw per step cost as much as the lanes' work between shuffles.
+#define LANE_PERMS 64
+typedef struct {
+    uint64_t rng, bits;
+    int nbits, ready;
+    uint8_t perm[LANE_PERMS][32];
+} lane_orders;
+
 struct worker {
     launch_desc *d;
     sirius_ctx *ctx;
@@ -239,6 +250,7 @@ struct worker {
     uint32_t *res;    // MODE_LOOPS: where each thread stopped (block_fn's res)
     uint32_t *tids;   // the thread ids (x, y, z) of each linear thread id of the block
     uint64_t rng;
+    lane_orders lanes;  // the random order's lane orders in run_warps
     trace_rec *trace;
     uint64_t trace_len, trace_cap;
 };
@@ -270,12 +282,31 @@ static void make_order(uint32_t *perm, uint32_t n, int order, uint64_t *rng) {
     }
 }
 
+static const uint8_t *lane_order(lane_orders *o) {
+    if (!o->ready) {
+        uint32_t p[32];
+        for (int k = 0; k < LANE_PERMS; ++k) {
+            make_order(p, 32, ORDER_RANDOM, &o->rng);
+            for (int l = 0; l < 32; ++l) o->perm[k][l] = (uint8_t)p[l];
+        }
+        o->ready = 1;
+    }
+    if (o->nbits < 6) {
+        o->bits = splitmix(&o->rng);
+        o->nbits = 64;
+    }
+    const uint8_t *p = o->perm[o->bits & (LANE_PERMS - 1)];
+    o->bits >>= 6;
+    o->nbits -= 6;
+    return p;
+}
+
 // The block loop's chained warp steps (block_fn) in the random order: list, one full warp of
-// the block, in a new random order (run_warps' draw).
-void sirius_rt_warp_order(uint64_t *rng, uint32_t *list) {
-    uint32_t lorder[32], q = list[0] & ~31u;
-    make_order(lorder, 32, ORDER_RANDOM, rng);
-    for (int l = 0; l < 32; ++l) list[l] = q + lorder[l];
+// the block, in its next random order (run_warps' draw).
+void sirius_rt_warp_order(void *lanes, uint32_t *list) {
+    const uint8_t *p = lane_order((lane_orders *)lanes);
+    uint32_t q = list[0] & ~31u;
+    for (int l = 0; l < 32; ++l) list[l] = q + p[l];
 }
 
 // The random state as make_order(n) leaves it, without the permutation: for a draw whose
@@ -739,13 +770,18 @@ static int32_t run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
         // may go on through the next ones itself (drawing the lanes' next order as here)
         int32_t from = (int32_t)(w->res[32 * q] & ~WARP_STOP);
         int32_t chain = lanes == 32;
-        uint64_t *rng = d->order == ORDER_RANDOM ? &w->rng : NULL;
+        void *lo = d->order == ORDER_RANDOM ? &w->lanes : NULL;
         uint32_t same;
         for (;;) {
-            make_order(lorder, (uint32_t)lanes, d->order, &w->rng);
-            for (int l = 0; l < lanes; ++l) list[l] = 32 * (uint32_t)q + lorder[l];
+            if (lo && lanes == 32) {
+                const uint8_t *p = lane_order(&w->lanes);
+                for (int l = 0; l < 32; ++l) list[l] = 32 * (uint32_t)q + p[l];
+            } else {
+                make_order(lorder, (uint32_t)lanes, d->order, &w->lanes.rng);
+                for (int l = 0; l < lanes; ++l) list[l] = 32 * (uint32_t)q + lorder[l];
+            }
             same = fn(d->args, w->frames, d->frame_bytes, list, (uint32_t)lanes, w->tids,
-                      w->res, from, chain, rng);
+                      w->res, from, chain, lo);
             if (!same || !(w->res[list[0]] & WARP_STOP)) break;
             from = (int32_t)(w->res[list[0]] & ~WARP_STOP);
             complete_warp(w, 32 * q, w->wlive[q], 0);
@@ -1190,6 +1226,9 @@ int sirius_launch(launch_desc *d) {
         if (d->done) d->done[8 * i] = 0;
         w->trace_len = 0;
         w->rng = d->seed * 0x2545f4914f6cdd1dull + (uint64_t)i + 1;
+        w->lanes.rng = d->seed * 0x9e3779b97f4a7c15ull + 0x7f4a7c15ull * ((uint64_t)i + 1);
+        w->lanes.ready = 0;
+        w->lanes.nbits = 0;
         w->perm = realloc(w->perm, nthreads * sizeof(uint32_t));
         if (d->use_fibers == MODE_LOOPS) {
             w->seq = realloc(w->seq, nthreads * sizeof(uint32_t));
