@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sirius.analysis.irview import Function
 from sirius.fusion.spec import GRID_SYNC, MK_HELPERS, MK_SIGNAL, MK_WAIT
 from sirius.runtime.cpu import native as N
-from sirius.runtime.cpu.wiloop import WARP_RESULT, WARP_STOP, WARP_VALUE
+from sirius.runtime.cpu.wiloop import WARP_STOP
 
 _PARAM_ATTRS = {"noundef", "signext", "zeroext", "inreg", "nonnull", "returned"}
 
@@ -90,62 +90,22 @@ def thread_wrapper(index: int, header: str, fn: Function, loops: bool = False) -
 UNIFORM_STATES_MAX = 32
 
 
-def shfl_source(op: int, lane: int, b: int, c: int) -> int:
-    """The lane whose value lane `lane` gets from a shuffle (`shfl_source` in sirius_rt.c)."""
-    seg, clamp = (c >> 8) & 31, c & 31
-    maxl, minl = (lane & seg) | (clamp & ~seg), lane & seg
-    if op == N.W_SHFL_UP:
-        j = lane - b
-        ok = j >= maxl
-    elif op == N.W_SHFL_DOWN:
-        j = lane + b
-        ok = j <= maxl
-    elif op == N.W_SHFL_BFLY:
-        j = lane ^ b
-        ok = j <= maxl
-    else:
-        j = minl | (b & 31 & ~seg)
-        ok = j <= maxl
-    return lane if not ok or j < 0 or j > 31 else j
-
-
-def _exchange(k: int, state: int, op: int, b: int, c: int) -> list[str] | None:
-    """The block `x{state}` of `__sirius_block_k`: a full warp's operation (op, b, c) completed
-    as `complete_warp` in sirius_rt.c does it for 32 lanes waiting at one site (each lane's
-    value at byte 8 of its frame, its result to byte 24), then on to the copy for `state`.
-    None for an operation the runtime must complete (votes, ballots, matches)."""
+def _exchange(state: int, op: int, b: int, c: int) -> list[str] | None:
+    """The block `x{state}` of a block loop: a full warp's operation (op, b, c) completed by
+    `sirius_rt_warp_exchange` (complete_warp's rule, for 32 lanes waiting at one site: each
+    lane's value at byte 8 of its frame, its result to byte 24), then on to the copy for
+    `state`. None for an operation the runtime must complete (votes, ballots, matches)."""
     if op not in (N.W_SHFL_IDX, N.W_SHFL_UP, N.W_SHFL_DOWN, N.W_SHFL_BFLY, N.W_ACTIVEMASK,
                   N.W_SYNC):
         return None
     x = f"x{state}"
-    out = [f"{x}:", f"  %{x}.i = load i32, ptr %list, align 4",
-           f"  %{x}.q = and i32 %{x}.i, -32", f"  %{x}.q64 = zext i32 %{x}.q to i64",
-           f"  %{x}.o = mul i64 %{x}.q64, %fb",
-           f"  %{x}.w = getelementptr inbounds i8, ptr %frames, i64 %{x}.o"]
-
-    def frame(lane: int, at: int) -> str:
-        out.append(f"  %{x}.o{at}.{lane} = mul i64 %fb, {lane}")
-        out.append(f"  %{x}.p{at}.{lane} = getelementptr inbounds i8, ptr %{x}.w, "
-                   f"i64 %{x}.o{at}.{lane}")
-        out.append(f"  %{x}.a{at}.{lane} = getelementptr inbounds i8, ptr %{x}.p{at}.{lane}, "
-                   f"i64 {at}")
-        return f"%{x}.a{at}.{lane}"
-
-    if op in (N.W_ACTIVEMASK, N.W_SYNC):
-        value = "-1" if op == N.W_ACTIVEMASK else "0"
-        for lane in range(32):
-            out.append(f"  store i32 {value}, ptr {frame(lane, WARP_RESULT)}, align 4")
-    else:
-        for lane in range(32):
-            out.append(f"  %{x}.v{lane} = load i32, ptr {frame(lane, WARP_VALUE)}, align 4")
-        for lane in range(32):
-            out.append(f"  store i32 %{x}.v{shfl_source(op, lane, b, c)}, "
-                       f"ptr {frame(lane, WARP_RESULT)}, align 4")
-    out += [f"  %{x}.r = icmp ne ptr %rng, null",  # the random order: the lanes' next one
+    return [f"{x}:", f"  %{x}.i = load i32, ptr %list, align 4",
+            f"  call void @sirius_rt_warp_exchange(ptr %frames, i64 %fb, i32 %{x}.i, i32 {op}, "
+            f"i32 {b}, i32 {c})",
+            f"  %{x}.r = icmp ne ptr %rng, null",  # the random order: the lanes' next one
             f"  br i1 %{x}.r, label %{x}.d, label %u{state}",
             f"{x}.d:", "  call void @sirius_rt_warp_order(ptr %rng, ptr %list)",
             f"  br label %u{state}"]
-    return out
 
 
 def block_wrapper(index: int, states: tuple[int, ...] = (),
@@ -173,7 +133,7 @@ def block_wrapper(index: int, states: tuple[int, ...] = (),
     k = index
     ops = ops or {}
     uniform = states if len(states) <= UNIFORM_STATES_MAX else ()
-    chained = {st: _exchange(k, st, *ops[st]) for st in uniform if st in ops}
+    chained = {st: _exchange(st, *ops[st]) for st in uniform if st in ops}
     chained = {st: x for st, x in chained.items() if x is not None}
     cases = " ".join(f"i32 {s}, label %u{s}" for s in uniform)
     lines = [f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
@@ -243,7 +203,8 @@ def block_wrapper(index: int, states: tuple[int, ...] = (),
 BLOCK_DECLS = ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
                "declare i32 @llvm.umin.i32(i32, i32)",
                "declare i32 @llvm.umax.i32(i32, i32)",
-               "declare void @sirius_rt_warp_order(ptr, ptr)")
+               "declare void @sirius_rt_warp_order(ptr, ptr)",
+               "declare void @sirius_rt_warp_exchange(ptr, i64, i32, i32, i32, i32)")
 
 
 @dataclass(frozen=True, slots=True)

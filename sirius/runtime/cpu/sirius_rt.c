@@ -301,6 +301,30 @@ static const uint8_t *lane_order(lane_orders *o) {
     return p;
 }
 
+static inline uint32_t shfl_source(int op, uint32_t lane, uint32_t b, uint32_t c);
+
+// The block loop's chained warp steps (block_fn): the operation (op, b, c constant) every lane
+// of the full warp holding thread `thread` waits at, completed as complete_warp would (a
+// shuffle, activemask, syncwarp; the block loop calls this for no other).
+void sirius_rt_warp_exchange(char *frames, uint64_t fb, uint32_t thread, int32_t op,
+                             uint32_t b, uint32_t c) {
+    char *base = frames + (size_t)(thread & ~31u) * fb;
+    if (op == W_ACTIVEMASK || op == W_SYNC) {
+        uint32_t r = op == W_ACTIVEMASK ? 0xffffffffu : 0;
+        for (int l = 0; l < 32; ++l) ((wrec *)(base + (size_t)l * fb))->result = r;
+        return;
+    }
+    uint32_t val[32];
+    for (int l = 0; l < 32; ++l) val[l] = ((const wrec *)(base + (size_t)l * fb))->val;
+    if (op == W_SHFL_DOWN && (c >> 8 & 31) == 0 && (c & 31) == 31) {  // TVM's reductions
+        for (uint32_t l = 0; l < 32; ++l)
+            ((wrec *)(base + (size_t)l * fb))->result = val[l + b <= 31 ? l + b : l];
+        return;
+    }
+    for (uint32_t l = 0; l < 32; ++l)
+        ((wrec *)(base + (size_t)l * fb))->result = val[shfl_source(op, l, b, c)];
+}
+
 // The block loop's chained warp steps (block_fn) in the random order: list, one full warp of
 // the block, in its next random order (run_warps' draw).
 void sirius_rt_warp_order(void *lanes, uint32_t *list) {
