@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 
+from sirius.procs import die_with_parent
 from sirius.tune.variants import Request, VariantResult, build_variant
 
 Progress = Callable[[str], None]
@@ -73,7 +74,8 @@ def _pool(reqs: list[Request], n: int, progress: Progress,
     that only the build that kills its worker again fails (with DIED), not the tune."""
     ctx = multiprocessing.get_context("spawn")
     out: dict[int, VariantResult] = {}
-    with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=n, mp_context=ctx,
+                             initializer=die_with_parent) as pool:
         futures = {pool.submit(build, q): i for i, q in enumerate(reqs)}
         try:
             for f in as_completed(futures):
@@ -86,7 +88,8 @@ def _pool(reqs: list[Request], n: int, progress: Progress,
         progress(f"a worker process died; building {len(again)} variant(s) again, one at a "
                  "time")
     for i in again:
-        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as one:
+        with ProcessPoolExecutor(max_workers=1, mp_context=ctx,
+                                 initializer=die_with_parent) as one:
             try:
                 out[i] = one.submit(build, reqs[i]).result()
             except BrokenProcessPool:

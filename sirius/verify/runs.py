@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sirius.diagnostics import Location, SiriusError
+from sirius.procs import die_with_parent
 
 __all__ = ["HeadStart", "LazyProgram", "RunContext", "RunOutput", "RunSpec", "Runner"]
 
@@ -113,6 +114,7 @@ def _program(side: str) -> LazyProgram:
 
 def _init(ctx: RunContext, q, jit_parts: str | None = None) -> None:
     global _CTX, _QUEUE
+    die_with_parent()
     _CTX, _QUEUE = ctx, q
     _PARSED.clear()
     if jit_parts is not None:  # unless the user set it
@@ -225,7 +227,8 @@ class Prebuild:
     (a later round of the fusion changed the module, or nothing is verified)."""
 
     def __init__(self, device_ir: str, files: tuple, data_bytes: int, check_bounds: bool):
-        self.pool: ProcessPoolExecutor | None = ProcessPoolExecutor(1, mp_context=pool_context())
+        self.pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
+            1, mp_context=pool_context(), initializer=die_with_parent)
         self.future = self.pool.submit(_prebuild, device_ir, tuple(files), data_bytes,
                                        check_bounds)
 

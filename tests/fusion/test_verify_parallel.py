@@ -186,6 +186,18 @@ def test_a_worker_start_error_is_quiet_only_once_sirius_has_ended(monkeypatch, c
     _forkchild._orphan_quiet(FileNotFoundError, err, None)
     _forkchild._orphan_quiet(ValueError, ValueError("a bug"), None)
     assert shown == [FileNotFoundError, ValueError]
+    # while sirius still runs (its exit handlers unlinked the semaphore, and it may wait for
+    # this worker): quiet when the error comes from rebuilding a semaphore
+    monkeypatch.setattr(_forkchild, "_SIRIUS", os.getpid())
+    from multiprocessing import synchronize
+
+    import pytest
+
+    lock = synchronize.SemLock.__new__(synchronize.SemLock)
+    with pytest.raises(FileNotFoundError) as raised:
+        lock.__setstate__((0, 1, 1, "/sirius-test-no-such-semaphore"))
+    _forkchild._orphan_quiet(FileNotFoundError, raised.value, raised.tb)
+    assert shown == [FileNotFoundError, ValueError]
 
 
 def test_the_resource_tracker_is_started_quiet() -> None:
@@ -200,6 +212,43 @@ def test_the_resource_tracker_is_started_quiet() -> None:
     assert sys.warnoptions.count(_TRACKER_QUIET) == 1
     pool_context()
     assert sys.warnoptions.count(_TRACKER_QUIET) == 1
+
+
+def test_workers_end_when_sirius_is_killed() -> None:
+    # SIGTERM or SIGKILL from outside (`timeout`, a CI runner) left the fork server and its
+    # workers running for good: a pool worker holds both ends of its own task queue, and
+    # keeps the server alive. Now each ends with its parent (`_forkchild`, `procs`).
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = """if True:
+        import os, signal, time
+        from concurrent.futures import ProcessPoolExecutor
+        from sirius.verify.runs import pool_context
+        if __name__ == "__main__":
+            pool = ProcessPoolExecutor(1, mp_context=pool_context())
+            assert pool.submit(os.getpid).result(timeout=60) > 0  # a worker runs
+            pool.submit(time.sleep, 120)
+            time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGKILL)
+    """
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+
+    def left() -> list[str]:
+        return subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+
+    deadline = time.monotonic() + 15
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    survivors = left()
+    if survivors:
+        subprocess.run(["pkill", "-KILL", "-s", str(proc.pid)])
+    assert not survivors
 
 
 def test_the_reference_run_started_ahead_gives_the_same_report() -> None:

@@ -10,15 +10,14 @@ fraction of a second.
 
 from __future__ import annotations
 
-import ctypes
 import functools
-import signal
 import sys
 from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from sirius.frontend import llvmctx
+from sirius.procs import die_with_parent
 
 
 class VerifyError(Exception):
@@ -65,18 +64,8 @@ def compile_module(mod: llvm.ModuleRef, speed: int) -> bytes:
     return tm.emit_object(mod)
 
 
-def _die_with_parent() -> None:
-    """Linux: end this process when the one that started it ends (a `sirius verify` that ends
-    a module's build early, `runs.Prebuild`, leaves no part compiling)."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-
-
 def main(argv: list[str]) -> int:
-    _die_with_parent()
+    die_with_parent()  # a sirius verify that ends a module's build early leaves no part
     speed, src, dst = int(argv[0]), Path(argv[1]), Path(argv[2])
     try:
         obj = compile_text(src.read_text(), speed)
