@@ -114,7 +114,7 @@ def _program(side: str) -> LazyProgram:
 
 def _init(ctx: RunContext, q, jit_parts: str | None = None) -> None:
     global _CTX, _QUEUE
-    die_with_parent()
+    die_with_parent()  # a forked worker has it from the fork on (_forkchild); spawned, here
     _CTX, _QUEUE = ctx, q
     _PARSED.clear()
     if jit_parts is not None:  # unless the user set it

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sirius.analysis.irview import Function
 from sirius.fusion.spec import GRID_SYNC, MK_HELPERS, MK_SIGNAL, MK_WAIT
 from sirius.runtime.cpu import native as N
-from sirius.runtime.cpu.wiloop import WARP_STOP
+from sirius.runtime.cpu.wiloop import WARP_STOP, Loops
 
 _PARAM_ATTRS = {"noundef", "signext", "zeroext", "inreg", "nonnull", "returned"}
 
@@ -108,8 +108,7 @@ def _exchange(state: int, op: int, b: int, c: int) -> list[str] | None:
             f"  br label %u{state}"]
 
 
-def block_wrapper(index: int, states: tuple[int, ...] = (),
-                  ops: dict[int, tuple[int, int, int]] | None = None) -> str:
+def block_wrapper(index: int, loops: Loops) -> str:
     """`i32 __sirius_block_N(args, frames, frame_bytes, list, count, tids, res, uniform,
     chain)`: one round of a work-item-loop kernel over the threads of a block (`run_block_loops`
     in sirius_rt.c). For each thread index i of `list[0, count)`, in that order, it sets the
@@ -120,48 +119,51 @@ def block_wrapper(index: int, states: tuple[int, ...] = (),
     the same place, else 0. The loop lives here rather than in the runtime so that a stop costs
     no call and no reload of the arguments.
 
-    For each resume state of `states` (those after a warp operation) the loop has a copy with
-    that state constant, which `uniform` selects: in it LLVM folds the continuation's dispatch
-    away, and only the code from that resume point on is left, so a lane's step there costs no
-    state load, jump table or indirect branch.
+    For each state a thread resumes from after a warp operation (`loops.warp_states`) the loop
+    has a copy with that state constant, which `uniform` selects: in it LLVM folds the
+    continuation's dispatch away, and only the code from that resume point on is left, so a
+    lane's step there costs no state load, jump table or indirect branch.
 
     `chain` (the runtime passes 1 for one full warp): when every lane stopped at one warp
-    operation of `ops` (state -> kind and constant operands; shuffles, activemask, syncwarp),
-    the block loop completes it itself and runs the lanes on from there, as the runtime's
-    `run_warps` would, until they stop anywhere else; `rng` (the random order's lane orders,
-    else null): the lanes' next order is drawn before each such step, as `run_warps` draws it."""
+    operation of `loops.warp_ops` (state -> kind and constant operands; shuffles, activemask,
+    syncwarp), the block loop completes it itself and runs the lanes on from there, as the
+    runtime's `run_warps` would, until they stop anywhere else; `rng` (the random order's lane
+    orders, else null): the lanes' next order is drawn before each such step, as `run_warps`
+    draws it."""
     k = index
-    ops = ops or {}
+    states = loops.warp_states
     uniform = states if len(states) <= UNIFORM_STATES_MAX else ()
-    chained = {st: _exchange(st, *ops[st]) for st in uniform if st in ops}
-    chained = {st: x for st, x in chained.items() if x is not None}
+    ops = dict(loops.warp_ops)
+    chained = {st: x for st in uniform if st in ops
+               for x in [_exchange(st, *ops[st])] if x is not None}
     cases = " ".join(f"i32 {s}, label %u{s}" for s in uniform)
     lines = [f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
              "i32 %count, ptr %tids, ptr %res, i32 %uniform, i32 %chain, ptr %rng) {",
              "entry:",
-             "  %chain1 = icmp ne i32 %chain, 0",
              f"  switch i32 %uniform, label %any [ {cases} ]"]
     call = (f"call i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
             "i32 %count, ptr %tids, ptr %res, i32 {}) alwaysinline")
-    stops = " ".join(f"i32 {(st | WARP_STOP) - (1 << 32)}, label %x{st}" for st in chained)
     for s in uniform:
-        lines += [f"u{s}:", f"  %r{s} = " + call.format(s)]
-        if not chained:
-            lines.append(f"  ret i32 %r{s}")
-            continue
-        lines += [f"  %same{s} = icmp ne i32 %r{s}, 0",
-                  f"  %go{s} = and i1 %chain1, %same{s}",
-                  f"  br i1 %go{s}, label %n{s}, label %e{s}",
-                  f"n{s}:",
-                  f"  %n{s}.i = load i32, ptr %list, align 4",
-                  f"  %n{s}.i64 = zext i32 %n{s}.i to i64",
-                  f"  %n{s}.rp = getelementptr inbounds i32, ptr %res, i64 %n{s}.i64",
-                  f"  %n{s}.st = load i32, ptr %n{s}.rp, align 4",
-                  f"  switch i32 %n{s}.st, label %e{s} [ {stops} ]",
-                  f"e{s}:", f"  ret i32 %r{s}"]
-    for x in chained.values():
-        lines += x
-    lines += ["any:", "  %r = " + call.format("%uniform"), "  ret i32 %r", "}"]
+        lines += [f"u{s}:", f"  %r{s} = " + call.format(s),
+                  "  br label %next" if chained else f"  ret i32 %r{s}"]
+    if chained:  # after any copy: on through a completed warp operation, or back
+        stops = " ".join(f"i32 {(st | WARP_STOP) - (1 << 32)}, label %x{st}" for st in chained)
+        lines += ["next:",
+                  "  %r = phi i32 " + ", ".join(f"[ %r{s}, %u{s} ]" for s in uniform),
+                  "  %same = icmp ne i32 %r, 0",
+                  "  %chain1 = icmp ne i32 %chain, 0",
+                  "  %go = and i1 %chain1, %same",
+                  "  br i1 %go, label %look, label %back",
+                  "look:",
+                  "  %i = load i32, ptr %list, align 4",
+                  "  %i64 = zext i32 %i to i64",
+                  "  %rp = getelementptr inbounds i32, ptr %res, i64 %i64",
+                  "  %st = load i32, ptr %rp, align 4",
+                  f"  switch i32 %st, label %back [ {stops} ]",
+                  "back:", "  ret i32 %r"]
+        for x in chained.values():
+            lines += x
+    lines += ["any:", "  %ra = " + call.format("%uniform"), "  ret i32 %ra", "}"]
     return "\n".join(lines + [
         f"define internal i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
         "i32 %count, ptr %tids, ptr %res, i32 %uniform) alwaysinline {",

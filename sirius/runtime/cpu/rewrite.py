@@ -398,7 +398,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             wrappers.append(segment_wrapper(k, kheader, kfn, callee, call, lw is not None,
                                             it))
             if lw is not None:
-                wrappers.append(block_wrapper(k, lw.warp_states, dict(lw.warp_ops)))
+                wrappers.append(block_wrapper(k, lw))
             continue
         entries[fn.name] = KernelEntry(fn.name, _entry_symbol(k, lw is not None),
                                        tuple(a.type for a in fn.args),
@@ -406,7 +406,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
                                        lw.frame_bytes if lw is not None else 0)
         wrappers.append(thread_wrapper(k, header, fn, lw is not None))
         if lw is not None:
-            wrappers.append(block_wrapper(k, lw.warp_states, dict(lw.warp_ops)))
+            wrappers.append(block_wrapper(k, lw))
     for (lo, hi), text in sorted(replaced, reverse=True):
         out[lo:hi] = text
 

@@ -301,36 +301,15 @@ static const uint8_t *lane_order(lane_orders *o) {
     return p;
 }
 
-static inline uint32_t shfl_source(int op, uint32_t lane, uint32_t b, uint32_t c);
-
-// The block loop's chained warp steps (block_fn): the operation (op, b, c constant) every lane
-// of the full warp holding thread `thread` waits at, completed as complete_warp would (a
-// shuffle, activemask, syncwarp; the block loop calls this for no other).
-void sirius_rt_warp_exchange(char *frames, uint64_t fb, uint32_t thread, int32_t op,
-                             uint32_t b, uint32_t c) {
-    char *base = frames + (size_t)(thread & ~31u) * fb;
-    if (op == W_ACTIVEMASK || op == W_SYNC) {
-        uint32_t r = op == W_ACTIVEMASK ? 0xffffffffu : 0;
-        for (int l = 0; l < 32; ++l) ((wrec *)(base + (size_t)l * fb))->result = r;
-        return;
-    }
-    uint32_t val[32];
-    for (int l = 0; l < 32; ++l) val[l] = ((const wrec *)(base + (size_t)l * fb))->val;
-    if (op == W_SHFL_DOWN && (c >> 8 & 31) == 0 && (c & 31) == 31) {  // TVM's reductions
-        for (uint32_t l = 0; l < 32; ++l)
-            ((wrec *)(base + (size_t)l * fb))->result = val[l + b <= 31 ? l + b : l];
-        return;
-    }
-    for (uint32_t l = 0; l < 32; ++l)
-        ((wrec *)(base + (size_t)l * fb))->result = val[shfl_source(op, l, b, c)];
-}
-
 // The block loop's chained warp steps (block_fn) in the random order: list, one full warp of
 // the block, in its next random order (run_warps' draw).
+static void random_lanes(lane_orders *o, uint32_t warp0, uint32_t *list) {
+    const uint8_t *p = lane_order(o);
+    for (int l = 0; l < 32; ++l) list[l] = warp0 + p[l];
+}
+
 void sirius_rt_warp_order(void *lanes, uint32_t *list) {
-    const uint8_t *p = lane_order((lane_orders *)lanes);
-    uint32_t q = list[0] & ~31u;
-    for (int l = 0; l < 32; ++l) list[l] = q + p[l];
+    random_lanes((lane_orders *)lanes, list[0] & ~31u, list);
 }
 
 // The random state as make_order(n) leaves it, without the permutation: for a draw whose
@@ -510,25 +489,16 @@ static inline uint32_t shfl_source(int op, uint32_t lane, uint32_t b, uint32_t c
 
 // A full warp whose 32 lanes do one shuffle (the same operands b and c) or activemask: TVM's
 // reductions. 1 when done; 0 for any other case.
-static int complete_full_warp(worker *w, int warp0) {
-    char *base = w->recs + (size_t)warp0 * w->rec_stride;
-    size_t stride = w->rec_stride;
-    const wrec *r0 = (const wrec *)base;
-    int32_t op = r0->op;
-    uint32_t b = r0->b, c = r0->c, val[32];
-    if (op > W_SHFL_BFLY && op != W_ACTIVEMASK) return 0;
-    int same = 1;
-    for (int l = 0; l < 32; ++l) {
-        const wrec *f = (const wrec *)(base + (size_t)l * stride);
-        val[l] = f->val;
-        same &= (f->op == op) & (f->b == b) & (f->c == c);
+// A full warp's operation op (b, c) with every lane at it: a shuffle, activemask or syncwarp
+// (records at base, stride apart).
+static void exchange_full_warp(char *base, size_t stride, int32_t op, uint32_t b, uint32_t c) {
+    if (op == W_ACTIVEMASK || op == W_SYNC) {
+        uint32_t r = op == W_ACTIVEMASK ? 0xffffffffu : 0;
+        for (int l = 0; l < 32; ++l) ((wrec *)(base + (size_t)l * stride))->result = r;
+        return;
     }
-    if (!same) return 0;
-    if (op == W_ACTIVEMASK) {
-        for (int l = 0; l < 32; ++l) ((wrec *)(base + (size_t)l * stride))->result = 0xffffffffu;
-        return 1;
-    }
-    uint32_t src[32];
+    uint32_t src[32], val[32];
+    for (int l = 0; l < 32; ++l) val[l] = ((const wrec *)(base + (size_t)l * stride))->val;
     if (op == W_SHFL_DOWN && (c >> 8 & 31) == 0)
         for (uint32_t l = 0; l < 32; ++l) src[l] = l + b <= (c & 31) ? l + b : l;
     else if (op == W_SHFL_BFLY && (c >> 8 & 31) == 0)
@@ -536,7 +506,31 @@ static int complete_full_warp(worker *w, int warp0) {
     else
         for (uint32_t l = 0; l < 32; ++l) src[l] = shfl_source(op, l, b, c);
     for (int l = 0; l < 32; ++l) ((wrec *)(base + (size_t)l * stride))->result = val[src[l]];
+}
+
+static int complete_full_warp(worker *w, int warp0) {
+    char *base = w->recs + (size_t)warp0 * w->rec_stride;
+    size_t stride = w->rec_stride;
+    const wrec *r0 = (const wrec *)base;
+    int32_t op = r0->op;
+    uint32_t b = r0->b, c = r0->c;
+    if (op > W_SHFL_BFLY && op != W_ACTIVEMASK) return 0;
+    int same = 1;
+    for (int l = 0; l < 32; ++l) {
+        const wrec *f = (const wrec *)(base + (size_t)l * stride);
+        same &= (f->op == op) & (f->b == b) & (f->c == c);
+    }
+    if (!same) return 0;
+    exchange_full_warp(base, stride, op, b, c);
     return 1;
+}
+
+// The block loop's chained warp steps (block_fn): the operation (op, b, c constant) every lane
+// of the full warp holding thread `thread` waits at, completed as complete_warp would (a
+// shuffle, activemask, syncwarp; the block loop calls this for no other).
+void sirius_rt_warp_exchange(char *frames, uint64_t fb, uint32_t thread, int32_t op,
+                             uint32_t b, uint32_t c) {
+    exchange_full_warp(frames + (size_t)(thread & ~31u) * fb, fb, op, b, c);
 }
 
 // Every other case, lane by lane (the fiber scheduler's semantics of each operation).
@@ -798,8 +792,7 @@ static int32_t run_warps(worker *w, block_fn fn, int *waiting, int *warps) {
         uint32_t same;
         for (;;) {
             if (lo && lanes == 32) {
-                const uint8_t *p = lane_order(&w->lanes);
-                for (int l = 0; l < 32; ++l) list[l] = 32 * (uint32_t)q + p[l];
+                random_lanes(&w->lanes, 32 * (uint32_t)q, list);
             } else {
                 make_order(lorder, (uint32_t)lanes, d->order, &w->lanes.rng);
                 for (int l = 0; l < lanes; ++l) list[l] = 32 * (uint32_t)q + lorder[l];

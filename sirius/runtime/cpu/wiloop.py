@@ -57,7 +57,6 @@ REMAT_LIMIT = 16  # instructions one rematerialized value may need
 # op, mask, val, b, c (written by the continuation when it stops there), site (by the runtime),
 # result (written by the runtime, read at the resume point): `wrec` in sirius_rt.c
 WARP_RECORD = 32
-WARP_VALUE = 8  # the operation's value (val) in the record
 WARP_RESULT = 24
 WARP_STOP = 1 << 31  # or-ed into the returned state at a warp operation
 FRAME_ALIGN = 16  # where the frame's slices start; no access claims more (_lower_align)
