@@ -253,3 +253,16 @@ def test_inline_ptx_accesses_are_counted_and_bounds_checked():
                         r"past_end, block \(3, 0, 0\), thread \(232, 0, 0\)", e.value.message), \
         e.value.message
     assert e.value.notes == ("0 bytes past the end of d_out (4000 bytes)",)
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse", "random:3"])
+def test_check_bounds_reports_a_read_past_a_shared_tile(order):
+    """Shared-memory sites are checked against the static arrays' bytes first (checks.py):
+    the other 127 threads' reads pass there, the read one past the tile does not, and the
+    runtime reports it as any out-of-bounds access."""
+    with pytest.raises(KernelFault) as e:
+        run("programs/oob_shared.cu", check_bounds=True, order=order, jobs=1)
+    assert re.fullmatch(r"out-of-bounds load of 4 bytes at address 0x[0-9a-f]+ in kernel "
+                        r"right_sum, block \([01], 0, 0\), thread \(127, 0, 0\)",
+                        e.value.message), e.value.message
+    assert e.value.loc is not None and e.value.loc.line == 17

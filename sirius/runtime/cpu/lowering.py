@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from sirius.analysis.irtypes import type_size
-from sirius.analysis.irview import Function, Instr, ModuleView
+from sirius.analysis.irview import ConstExpr, Function, Instr, ModuleView
 from sirius.diagnostics import Location
 from sirius.runtime.cpu import native as N
 from sirius.runtime.cpu.entries import arg_value, call_args, split_top
@@ -189,6 +189,28 @@ def _is_local(v, depth: int = 0) -> bool:
     return False
 
 
+def _is_shared(v, smem: dict[str, int], depth: int = 0) -> bool:
+    """True when the pointer comes from a `__shared__` array (named in `smem`), through GEPs,
+    casts, phis and selects. Only the order of the checks depends on it (checks.py)."""
+    if depth > 16:
+        return False
+    if v.kind == "global":
+        return v.name.strip('"') in smem
+    if isinstance(v, ConstExpr):
+        names = re.findall(r'@("[^"]+"|[-\w.$]+)', v.text)
+        return bool(names) and all(n.strip('"') in smem for n in names)
+    if not isinstance(v, Instr):
+        return False
+    if v.opcode in ("getelementptr", "bitcast", "addrspacecast"):
+        return _is_shared(v.operands[0], smem, depth + 1)
+    if v.opcode == "phi":
+        return all(_is_shared(o, smem, depth + 1) for o in v.operands)
+    if v.opcode == "select":
+        return _is_shared(v.operands[1], smem, depth + 1) and \
+            _is_shared(v.operands[2], smem, depth + 1)
+    return False
+
+
 def access_lines(st: State, ins: Instr, line: str) -> list[str]:
     """Counter (and checker) lines to put before a load, store, atomicrmw or cmpxchg."""
     body = line.split(" = ", 1)[1] if re.match(r"\s*%[-\w.$\"]+ = ", line) else line.strip()
@@ -224,7 +246,8 @@ def access_lines(st: State, ins: Instr, line: str) -> list[str]:
                     f"  store i64 {n}, ptr {_ctx(off)}, align 8"]
     if st.instrument:
         kind = 2 if len(kinds) == 2 else kinds[0]
-        out.append(f"  call void @__sirius_access(ptr {p}, i32 {size}, i32 {kind}, "
+        check = "__sirius_access_shared" if _is_shared(ptr_v, st.smem) else "__sirius_access"
+        out.append(f"  call void @{check}(ptr {p}, i32 {size}, i32 {kind}, "
                    f"i32 {st.site(ins)})")
     return out
 

@@ -422,7 +422,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
         "declare void @sirius_rt_access(ptr, ptr, i32, i32, i32)",
         "declare i32 @sirius_rt_vprintf(ptr, ptr)",
         *st.externs.values(),
-        *(access_check_ir(len(st.sites)) if instrument else ()),
+        *(access_check_ir(len(st.sites), smem_static) if instrument else ()),
     ]
     if any(e.loops for e in entries.values()):  # what the block loops call
         declared = {m.group(1) for ln in out if ln.startswith("declare ")
