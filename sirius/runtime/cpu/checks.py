@@ -6,12 +6,12 @@ runtime's `sirius_rt_access`, which decides (sirius_rt.c) and sets the range. Th
 clears the ranges at every launch (allocations change between launches); while tracing, the
 runtime never sets one, so every access reaches it.
 
-A site whose pointer comes from a `__shared__` array (lowering.access_lines) is first checked
-against the static arrays' part of `@__sirius_smem`, whose size is a constant of the module:
-no load, where the site's range costs two that LLVM reloads after every store it cannot tell
-apart from them. Outside that part (the dynamic area, or out of bounds), the site's range and
-the runtime decide as for any site. Paper resnext50's bounds-checked run: its tiled
-convolutions (shared-memory tiles) took 4.5x their unchecked time with the range alone.
+A site whose pointer comes from a static `__shared__` array (lowering.access_lines) is checked
+against the static arrays' part of `@__sirius_smem`, whose size is a constant of the module: no
+load, where the site's range costs two that LLVM reloads after every store it cannot tell apart
+from them; an access outside that part goes to the runtime, which decides as for any site (it
+is out of bounds, or in the launch's dynamic area). Paper resnext50's bounds-checked run: its
+tiled convolutions (shared-memory tiles) took 4.5x their unchecked time with the range alone.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ done:
 }}"""
 
 
-# the check of a shared-memory site: inside the static arrays, or as any site
+# the check of a static shared array's site: inside the static arrays, else the runtime decides
 _SHARED_CHECK = """define internal void @__sirius_access_shared(ptr %p, i32 %size, i32 %kind, \
 i32 %site) alwaysinline {{
   %a = ptrtoint ptr %p to i64
@@ -54,7 +54,7 @@ i32 %site) alwaysinline {{
   %ok = and i1 %in, %fits
   br i1 %ok, label %done, label %other
 other:
-  call void @__sirius_access(ptr %p, i32 %size, i32 %kind, i32 %site)
+  call void @sirius_rt_access(ptr @__sirius_ctx, ptr %p, i32 %size, i32 %kind, i32 %site)
   br label %done
 done:
   ret void

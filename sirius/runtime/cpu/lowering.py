@@ -38,6 +38,7 @@ class State:
     smem_bytes: int
     lib_has: object
     count_flops: bool = False
+    static_smem: set[str] = field(default_factory=set)  # the static __shared__ arrays
     uid: int = 0
     sites: list[Location | None] = field(default_factory=list)
     externs: dict[str, str] = field(default_factory=dict)  # name -> declaration
@@ -189,25 +190,26 @@ def _is_local(v, depth: int = 0) -> bool:
     return False
 
 
-def _is_shared(v, smem: dict[str, int], depth: int = 0) -> bool:
-    """True when the pointer comes from a `__shared__` array (named in `smem`), through GEPs,
-    casts, phis and selects. Only the order of the checks depends on it (checks.py)."""
+def _is_static_shared(v, static: set[str], depth: int = 0) -> bool:
+    """True when the pointer comes from a static `__shared__` array (named in `static`),
+    through GEPs, casts, phis and selects. Only which check runs first depends on it: the
+    check itself decides (checks.py)."""
     if depth > 16:
         return False
     if v.kind == "global":
-        return v.name.strip('"') in smem
+        return v.name.strip('"') in static
     if isinstance(v, ConstExpr):
         names = re.findall(r'@("[^"]+"|[-\w.$]+)', v.text)
-        return bool(names) and all(n.strip('"') in smem for n in names)
+        return bool(names) and all(n.strip('"') in static for n in names)
     if not isinstance(v, Instr):
         return False
     if v.opcode in ("getelementptr", "bitcast", "addrspacecast"):
-        return _is_shared(v.operands[0], smem, depth + 1)
+        return _is_static_shared(v.operands[0], static, depth + 1)
     if v.opcode == "phi":
-        return all(_is_shared(o, smem, depth + 1) for o in v.operands)
+        return all(_is_static_shared(o, static, depth + 1) for o in v.operands)
     if v.opcode == "select":
-        return _is_shared(v.operands[1], smem, depth + 1) and \
-            _is_shared(v.operands[2], smem, depth + 1)
+        return _is_static_shared(v.operands[1], static, depth + 1) and \
+            _is_static_shared(v.operands[2], static, depth + 1)
     return False
 
 
@@ -246,7 +248,8 @@ def access_lines(st: State, ins: Instr, line: str) -> list[str]:
                     f"  store i64 {n}, ptr {_ctx(off)}, align 8"]
     if st.instrument:
         kind = 2 if len(kinds) == 2 else kinds[0]
-        check = "__sirius_access_shared" if _is_shared(ptr_v, st.smem) else "__sirius_access"
+        check = "__sirius_access_shared" if _is_static_shared(ptr_v, st.static_smem) \
+            else "__sirius_access"
         out.append(f"  call void @{check}(ptr {p}, i32 {size}, i32 {kind}, "
                    f"i32 {st.site(ins)})")
     return out

@@ -257,7 +257,8 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
     for name in dyn:
         smem[name] = smem_static
     smem_bytes = smem_static + DYNAMIC_SMEM_MAX
-    st = State(view, instrument, smem, smem_bytes, lib_has, count_flops)
+    st = State(view, instrument, smem, smem_bytes, lib_has, count_flops,
+               static_smem={a.name for a in shared})
 
     out: list[str] = []
     module_globals: list[ModuleGlobal] = []
