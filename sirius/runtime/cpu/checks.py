@@ -16,18 +16,12 @@ tiled convolutions (shared-memory tiles) took 4.5x their unchecked time with the
 
 from __future__ import annotations
 
-# the inline check; an access at a fixed offset of one buffer never leaves it
-_ACCESS_CHECK = """@__sirius_site_range = global [{n} x i64] zeroinitializer, align 64
-define internal void @__sirius_access(ptr %p, i32 %size, i32 %kind, i32 %site) alwaysinline {{
+# An inline check: [p, p + size) inside [lo, lo + lim), else the runtime decides. `range` is
+# the lines that define %lo and %lim (any other names they use are theirs).
+_CHECK = """define internal void @{name}(ptr %p, i32 %size, i32 %kind, i32 %site) alwaysinline {{
   %a = ptrtoint ptr %p to i64
-  %s = zext i32 %site to i64
-  %i = shl i64 %s, 1
-  %lop = getelementptr i64, ptr @__sirius_site_range, i64 %i
-  %lo = load i64, ptr %lop, align 8
-  %hip = getelementptr i64, ptr %lop, i64 1
-  %hi = load i64, ptr %hip, align 8
+{range}
   %off = sub i64 %a, %lo
-  %lim = sub i64 %hi, %lo
   %sz = zext i32 %size to i64
   %end = add i64 %off, %sz
   %in = icmp ult i64 %off, %lim
@@ -41,28 +35,26 @@ done:
   ret void
 }}"""
 
+# any site: the range its last access was in (an access at a fixed offset of one buffer never
+# leaves it)
+_SITE_RANGE = """  %s = zext i32 %site to i64
+  %i = shl i64 %s, 1
+  %lop = getelementptr i64, ptr @__sirius_site_range, i64 %i
+  %lo = load i64, ptr %lop, align 8
+  %hip = getelementptr i64, ptr %lop, i64 1
+  %hi = load i64, ptr %hip, align 8
+  %lim = sub i64 %hi, %lo"""
 
-# the check of a static shared array's site: inside the static arrays, else the runtime decides
-_SHARED_CHECK = """define internal void @__sirius_access_shared(ptr %p, i32 %size, i32 %kind, \
-i32 %site) alwaysinline {{
-  %a = ptrtoint ptr %p to i64
-  %off = sub i64 %a, ptrtoint (ptr @__sirius_smem to i64)
-  %sz = zext i32 %size to i64
-  %end = add i64 %off, %sz
-  %in = icmp ult i64 %off, {static}
-  %fits = icmp ule i64 %end, {static}
-  %ok = and i1 %in, %fits
-  br i1 %ok, label %done, label %other
-other:
-  call void @sirius_rt_access(ptr @__sirius_ctx, ptr %p, i32 %size, i32 %kind, i32 %site)
-  br label %done
-done:
-  ret void
-}}"""
+# a static shared array's site: the static arrays' bytes
+_STATIC_SHARED = """  %lo = ptrtoint ptr @__sirius_smem to i64
+  %lim = add i64 0, {static}"""
 
 
 def access_check_ir(sites: int, smem_static: int) -> list[str]:
     """The lines of `@__sirius_site_range` (room for `sites` sites), `@__sirius_access` and
     `@__sirius_access_shared` (`smem_static`: the static shared arrays' bytes)."""
-    return (_ACCESS_CHECK.format(n=2 * max(1, sites))
-            + "\n" + _SHARED_CHECK.format(static=smem_static)).splitlines()
+    return [f"@__sirius_site_range = global [{2 * max(1, sites)} x i64] zeroinitializer, "
+            "align 64",
+            *_CHECK.format(name="__sirius_access", range=_SITE_RANGE).splitlines(),
+            *_CHECK.format(name="__sirius_access_shared",
+                           range=_STATIC_SHARED.format(static=smem_static)).splitlines()]
