@@ -175,42 +175,41 @@ def nvvm_lines(st: State, fn: Function, ins: Instr, line: str, name: str) -> lis
 
 
 # ---- memory accesses --------------------------------------------------------------------------
-def _is_local(v, depth: int = 0) -> bool:
-    """True when the pointer is a stack slot (an alloca, through GEPs, casts, phis, selects)."""
-    if not isinstance(v, Instr) or depth > 16:
-        return False
-    if v.opcode == "alloca":
-        return True
-    if v.opcode in ("getelementptr", "bitcast", "addrspacecast"):
-        return _is_local(v.operands[0], depth + 1)
-    if v.opcode == "phi":
-        return all(_is_local(o, depth + 1) for o in v.operands)
-    if v.opcode == "select":
-        return _is_local(v.operands[1], depth + 1) and _is_local(v.operands[2], depth + 1)
-    return False
-
-
-def _is_static_shared(v, static: set[str], depth: int = 0) -> bool:
-    """True when the pointer comes from a static `__shared__` array (named in `static`),
-    through GEPs, casts, phis and selects. Only which check runs first depends on it: the
-    check itself decides (checks.py)."""
+def _derived_from(v, is_base, depth: int = 0) -> bool:
+    """True when every value the pointer may come from, through GEPs, casts, phis and
+    selects, is a base (`is_base`)."""
     if depth > 16:
         return False
-    if v.kind == "global":
-        return v.name.strip('"') in static
-    if isinstance(v, ConstExpr):
-        names = re.findall(r'@("[^"]+"|[-\w.$]+)', v.text)
-        return bool(names) and all(n.strip('"') in static for n in names)
+    if is_base(v):
+        return True
     if not isinstance(v, Instr):
         return False
     if v.opcode in ("getelementptr", "bitcast", "addrspacecast"):
-        return _is_static_shared(v.operands[0], static, depth + 1)
+        return _derived_from(v.operands[0], is_base, depth + 1)
     if v.opcode == "phi":
-        return all(_is_static_shared(o, static, depth + 1) for o in v.operands)
+        return all(_derived_from(o, is_base, depth + 1) for o in v.operands)
     if v.opcode == "select":
-        return _is_static_shared(v.operands[1], static, depth + 1) and \
-            _is_static_shared(v.operands[2], static, depth + 1)
+        return _derived_from(v.operands[1], is_base, depth + 1) and \
+            _derived_from(v.operands[2], is_base, depth + 1)
     return False
+
+
+def _is_local(v) -> bool:
+    """True when the pointer is a stack slot (an alloca)."""
+    return _derived_from(v, lambda b: isinstance(b, Instr) and b.opcode == "alloca")
+
+
+def _is_static_shared(v, static: set[str]) -> bool:
+    """True when the pointer comes from a static `__shared__` array (named in `static`). Only
+    which check runs first depends on it: the check itself decides (checks.py)."""
+    def is_base(b) -> bool:
+        if b.kind == "global":
+            return b.name.strip('"') in static
+        if isinstance(b, ConstExpr):
+            names = re.findall(r'@("[^"]+"|[-\w.$]+)', b.text)
+            return bool(names) and all(n.strip('"') in static for n in names)
+        return False
+    return _derived_from(v, is_base)
 
 
 def access_lines(st: State, ins: Instr, line: str) -> list[str]:
