@@ -46,6 +46,7 @@ class State:
     barriers: set[str] = field(default_factory=set)         # functions with barriers
     warps: set[str] = field(default_factory=set)            # functions with warp operations
     rejected: dict[str, str] = field(default_factory=dict)  # function -> reason
+    counters: set[int] = field(default_factory=set)  # the function's counters (context offsets)
 
     def tmp(self, stem: str) -> str:
         self.uid += 1
@@ -58,6 +59,41 @@ class State:
 
 def _ctx(off: int) -> str:
     return f"getelementptr (i8, ptr @__sirius_ctx, i64 {off})" if off else "@__sirius_ctx"
+
+
+# The counters a function adds to accumulate in stack slots of its own, `%__cnt.<context
+# offset>`, which no pointer of the kernel and no runtime call can reach: LLVM keeps them in
+# registers across the bounds checker's cold calls, which take the context and would otherwise
+# make it load and store the context's counters around every checked access. They are added to
+# the context at every stop (FLUSH: before a `ret`, a barrier, a warp operation) and start
+# again from 0 after one; a thread that faults loses the counts since its last stop (the run
+# failed anyway). `counter_slots` puts them at the function's start.
+FLUSH = "  ; sirius: counters to the context"
+
+
+def _counter(st: State, off: int) -> str:
+    st.counters.add(off)
+    return f"%__cnt.{off}"
+
+
+def counter_slots(st: State) -> list[str]:
+    """The stack slots of the counters the function uses, zeroed (at its entry)."""
+    return [x for off in sorted(st.counters)
+            for x in (f"  %__cnt.{off} = alloca i64, align 8",
+                      f"  store i64 0, ptr %__cnt.{off}, align 8")]
+
+
+def flush_lines(st: State) -> list[str]:
+    """The function's counters added to the context's and zeroed (at a stop)."""
+    out = []
+    for off in sorted(st.counters):
+        v, c, n = st.tmp("fl"), st.tmp("fl"), st.tmp("fl")
+        out += [f"  {v} = load i64, ptr %__cnt.{off}, align 8",
+                f"  {c} = load i64, ptr {_ctx(off)}, align 8",
+                f"  {n} = add i64 {c}, {v}",
+                f"  store i64 {n}, ptr {_ctx(off)}, align 8",
+                f"  store i64 0, ptr %__cnt.{off}, align 8"]
+    return out
 
 
 # ---- NVVM intrinsics --------------------------------------------------------------------------
@@ -234,17 +270,18 @@ def access_lines(st: State, ins: Instr, line: str) -> list[str]:
     out = [f"  {a} = ptrtoint ptr {p} to i64",
            f"  {d} = sub i64 {a}, ptrtoint (ptr @__sirius_smem to i64)",
            f"  {s} = icmp ult i64 {d}, {st.smem_bytes}"]
-    # both counters at fixed addresses (the shared one gets `size` or 0, the global one the
-    # rest): LLVM then keeps a run of them in registers where no store may alias them
+    # both counters always (the shared one gets `size` or 0, the global one the rest): no
+    # branch, and the function's counter slots become registers (FLUSH above)
     sz, gz = st.tmp("po"), st.tmp("po")
     out += [f"  {sz} = select i1 {s}, i64 {size}, i64 0", f"  {gz} = sub i64 {size}, {sz}"]
     for kind in kinds:
         for off, add in ((N.CTX_SLD, sz), (N.CTX_GLD, gz)) if kind == 0 else \
                 ((N.CTX_SST, sz), (N.CTX_GST, gz)):
             v, n = st.tmp("pv"), st.tmp("pn")
-            out += [f"  {v} = load i64, ptr {_ctx(off)}, align 8",
+            c = _counter(st, off)
+            out += [f"  {v} = load i64, ptr {c}, align 8",
                     f"  {n} = add i64 {v}, {add}",
-                    f"  store i64 {n}, ptr {_ctx(off)}, align 8"]
+                    f"  store i64 {n}, ptr {c}, align 8"]
     if st.instrument:
         kind = 2 if len(kinds) == 2 else kinds[0]
         check = "__sirius_access_shared" if _is_static_shared(ptr_v, st.static_smem) \
@@ -259,8 +296,8 @@ def count_lines(st: State, n: int, flops: tuple[int, ...] = ()) -> list[str]:
     out = []
     for off, k in [(N.CTX_ICOUNT, n)] + [(N.CTX_FLOPS + 8 * i, f)
                                          for i, f in enumerate(flops) if f]:
-        v, w = st.tmp("ic"), st.tmp("ic")
-        out += [f"  {v} = load i64, ptr {_ctx(off)}, align 8",
+        v, w, c = st.tmp("ic"), st.tmp("ic"), _counter(st, off)
+        out += [f"  {v} = load i64, ptr {c}, align 8",
                 f"  {w} = add i64 {v}, {k}",
-                f"  store i64 {w}, ptr {_ctx(off)}, align 8"]
+                f"  store i64 {w}, ptr {c}, align 8"]
     return out

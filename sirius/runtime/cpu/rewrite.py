@@ -47,7 +47,15 @@ from sirius.runtime.cpu.entries import (
     thread_wrapper,
 )
 from sirius.runtime.cpu.flops import block_flops
-from sirius.runtime.cpu.lowering import State, access_lines, count_lines, nvvm_lines
+from sirius.runtime.cpu.lowering import (
+    FLUSH,
+    State,
+    access_lines,
+    count_lines,
+    counter_slots,
+    flush_lines,
+    nvvm_lines,
+)
 from sirius.runtime.cpu.module_globals import ModuleGlobal, ir_name, module_global
 from sirius.runtime.cpu.rounding import uncontracted
 
@@ -151,6 +159,20 @@ def _internal(header: str) -> str:
 
 
 def _function(st: State, fn: Function, lines: list[str]) -> list[str]:
+    """The host lines of one device function, with its counters in slots of its own that are
+    added to the context's at every stop (lowering.FLUSH)."""
+    st.counters = set()
+    out = _body(st, fn, lines)
+    if not st.counters:
+        return [line for line in out if line != FLUSH]
+    first = next(i for i, line in enumerate(out) if i and line.startswith("  "))
+    done = out[:first] + counter_slots(st)
+    for line in out[first:]:
+        done += flush_lines(st) if line == FLUSH else [line]
+    return done
+
+
+def _body(st: State, fn: Function, lines: list[str]) -> list[str]:
     out = [_internal(re.sub(r"\b(ptx_kernel|ptx_device) ", "",
                             _global_subst(lines[0], st.smem)))]
     instrs = _instructions(fn)
@@ -184,8 +206,13 @@ def _function(st: State, fn: Function, lines: list[str]) -> list[str]:
                     out.append(f"  {m.group(1)} = freeze {ins.type} poison")
                 continue
             if callee is not None and callee.name.startswith("llvm.nvvm."):
-                out += nvvm_lines(st, fn, ins, line, callee.name[len("llvm.nvvm."):])
+                for new in nvvm_lines(st, fn, ins, line, callee.name[len("llvm.nvvm."):]):
+                    if "@sirius_rt_barrier(" in new or "@sirius_rt_warp(" in new:
+                        out.append(FLUSH)  # a stop: the work-item loops return there
+                    out.append(new)
                 continue
+        elif ins.opcode == "ret":
+            out.append(FLUSH)
         elif ins.opcode in ("load", "store", "atomicrmw", "cmpxchg"):
             out += access_lines(st, ins, line)
         out.append(line)

@@ -27,7 +27,8 @@ What lives across a barrier lives in the thread's frame, `frame_bytes` bytes at 
   * a live value that is a pure function of arguments, constants, thread and block ids (address
     arithmetic, mostly) is recomputed at the resume point instead of saved (rematerialized).
 The instruction counters are untouched: every original block still adds its size once per visit
-(the counting code is part of the text moved around), and nothing added here counts.
+(the counting code is part of the text moved around), and nothing added here counts. The
+counters' slots (lowering.FLUSH) are zeroed at the continuation's entry: every stop flushes them.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ _BARRIER = re.compile(r"call i32 @sirius_rt_barrier\(ptr @__sirius_ctx, i32 (\S+
 _WARP = re.compile(r"call i32 @sirius_rt_warp\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
                    r"i32 (\S+), i32 (\S+), i32 (\S+), i32 (\d+)\)")
 _INT = re.compile(r"-?\d+")
+# a line of the counters' slots at a function's start (lowering.counter_slots)
+COUNTER_SLOT = re.compile(r"\s*(?:%__cnt\.\d+ = alloca i64, align 8|"
+                          r"store i64 0, ptr %__cnt\.\d+, align 8)$")
 _META = re.compile(r", !(?:[\w.]+) !\d+")
 # pure instructions a resume point may recompute (their operands permitting)
 _PURE = {"getelementptr", "bitcast", "addrspacecast", "zext", "sext", "trunc", "add", "sub",
@@ -220,6 +224,12 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if d is not None:
                 instrs[d] = ins
     args = {a.name for a in fn.args} | {str(i) for i in range(nunnamed)}
+    # the counters' slots (lowering.FLUSH): every call of the continuation starts them from 0,
+    # and they are flushed before every stop, so they live in no frame
+    slots = []
+    while blocks[0].lines and COUNTER_SLOT.match(blocks[0].lines[0]):
+        slots.append(blocks[0].lines.pop(0))
+    args |= {d for line in slots if (d := _def(line)) is not None}
     def_line: dict[str, str] = {}
     for b in blocks:
         for line in b.lines:
@@ -421,6 +431,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
         out.append(f"  {_ref(a)} = getelementptr inbounds i8, ptr %__frame, i64 {off}")
     for v in sorted(demoted):
         out.append(f"  {slot[v]} = alloca {types[v]}")
+    out += slots
     cases = " ".join(f"i32 {s + 1}, label %__wi.resume.{s}" for s in sorted(live_at))
     out.append(f"  switch i32 %__state, label %{entry} [ {cases} ]")
     for s in sorted(live_at):
