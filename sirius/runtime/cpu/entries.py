@@ -55,11 +55,13 @@ def arg_value(arg: str) -> tuple[str, str]:
 
 def thread_wrapper(index: int, header: str, fn: Function, loops: bool = False) -> str:
     """`__sirius_thread_N(ptr args)`, one thread of kernel N; for a work-item-loop kernel
-    `i32 __sirius_thread_N(ptr args, ptr frame, i32 state)`, one step of one thread."""
+    `i32 __sirius_thread_N(ptr args, ptr frame, i32 state, ptr counts)`, one step of one thread
+    (adding to the block loop's counters)."""
     name = re.search(r'@("[^"]+"|[-\w.$]+)\(', header).group(1)
     params, _ = call_args(header, name)
     # a work-item-loop thread is internal: only its block loop (block_wrapper) calls it
-    lines = [f"define internal i32 @__sirius_thread_{index}(ptr %args, ptr %frame, i32 %state) {{"
+    lines = [f"define internal i32 @__sirius_thread_{index}(ptr %args, ptr %frame, i32 %state, "
+             "ptr %counts) {"
              if loops else f"define void @__sirius_thread_{index}(ptr %args) {{", "entry:"]
     # the argument array and what it points to do not change during a launch: marked
     # invariant, the block loop loads them once, not once per thread and stop
@@ -76,7 +78,7 @@ def thread_wrapper(index: int, header: str, fn: Function, loops: bool = False) -
             lines.append(f"  %v{i} = load {ty}, ptr %a{i}, align 1{inv}")
             passed.append(f"{ty} %v{i}")
     if loops:
-        passed += ["ptr %frame", "i32 %state"]
+        passed += ["ptr %frame", "i32 %state", "ptr %counts"]
         # inlined: the runtime calls this once per thread and stop (a call and a return less)
         lines += [f"  %next = call i32 @{name}({', '.join(passed)}) alwaysinline",
                   "  ret i32 %next", "}"]
@@ -108,6 +110,29 @@ def _exchange(state: int, op: int, b: int, c: int) -> list[str] | None:
             f"  br label %u{state}"]
 
 
+# the context's counters (lowering.count_lines, access_lines; flops.py)
+_COUNTERS = (N.CTX_ICOUNT, N.CTX_GLD, N.CTX_GST, N.CTX_SLD, N.CTX_SST,
+             *(N.CTX_FLOPS + 8 * i for i in range(3)))
+
+
+def _counted_ret(value: str) -> list[str]:
+    """A block loop's `ret i32 value`, after adding its threads' counts (`%counts`, one i64 at
+    each counter's context offset) to the context's (a counter no thread added to folds
+    away)."""
+    tag = value.strip("%")
+    out = []
+    for off in _COUNTERS:
+        p, v, c, n = (f"%{tag}.c{off}{x}" for x in "pvcn")
+        out += [f"  {p} = getelementptr inbounds i8, ptr %counts, i64 {off}",
+                f"  {v} = load i64, ptr {p}, align 8",
+                f"  {c} = load i64, ptr getelementptr (i8, ptr @__sirius_ctx, i64 {off}), "
+                "align 8",
+                f"  {n} = add i64 {c}, {v}",
+                f"  store i64 {n}, ptr getelementptr (i8, ptr @__sirius_ctx, i64 {off}), "
+                "align 8"]
+    return out + [f"  ret i32 {value}"]
+
+
 def block_wrapper(index: int, loops: Loops) -> str:
     """`i32 __sirius_block_N(args, frames, frame_bytes, list, count, tids, res, uniform,
     chain)`: one round of a work-item-loop kernel over the threads of a block (`run_block_loops`
@@ -129,7 +154,11 @@ def block_wrapper(index: int, loops: Loops) -> str:
     syncwarp), the block loop completes it itself and runs the lanes on from there, as the
     runtime's `run_warps` would, until they stop anywhere else; `rng` (the random order's lane
     orders, else null): the lanes' next order is drawn before each such step, as `run_warps`
-    draws it."""
+    draws it.
+
+    The threads' counts go to `%counts` (the continuations' counter slots, wiloop.py), which
+    the loop adds to the context's counters when it returns: LLVM keeps them in registers
+    through the whole round, the bounds checker's calls (which take the context) included."""
     k = index
     states = loops.warp_states
     uniform = states if len(states) <= UNIFORM_STATES_MAX else ()
@@ -140,12 +169,15 @@ def block_wrapper(index: int, loops: Loops) -> str:
     lines = [f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
              "i32 %count, ptr %tids, ptr %res, i32 %uniform, i32 %chain, ptr %rng) {",
              "entry:",
+             # i64 elements: zeroed as bytes, LLVM would assemble each counter from 8 bytes
+             f"  %counts = alloca [{N.CTX_BYTES // 8} x i64], align 8",
+             f"  store [{N.CTX_BYTES // 8} x i64] zeroinitializer, ptr %counts, align 8",
              f"  switch i32 %uniform, label %any [ {cases} ]"]
     call = (f"call i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
-            "i32 %count, ptr %tids, ptr %res, i32 {}) alwaysinline")
+            "i32 %count, ptr %tids, ptr %res, i32 {}, ptr %counts) alwaysinline")
     for s in uniform:
-        lines += [f"u{s}:", f"  %r{s} = " + call.format(s),
-                  "  br label %next" if chained else f"  ret i32 %r{s}"]
+        lines += [f"u{s}:", f"  %r{s} = " + call.format(s)]
+        lines += ["  br label %next"] if chained else _counted_ret(f"%r{s}")
     if chained:  # after any copy: on through a completed warp operation, or back
         stops = " ".join(f"i32 {(st | WARP_STOP) - (1 << 32)}, label %x{st}" for st in chained)
         lines += ["next:",
@@ -160,13 +192,13 @@ def block_wrapper(index: int, loops: Loops) -> str:
                   "  %rp = getelementptr inbounds i32, ptr %res, i64 %i64",
                   "  %st = load i32, ptr %rp, align 4",
                   f"  switch i32 %st, label %back [ {stops} ]",
-                  "back:", "  ret i32 %r"]
+                  "back:", *_counted_ret("%r")]
         for x in chained.values():
             lines += x
-    lines += ["any:", "  %ra = " + call.format("%uniform"), "  ret i32 %ra", "}"]
+    lines += ["any:", "  %ra = " + call.format("%uniform"), *_counted_ret("%ra"), "}"]
     return "\n".join(lines + [
         f"define internal i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
-        "i32 %count, ptr %tids, ptr %res, i32 %uniform) alwaysinline {",
+        "i32 %count, ptr %tids, ptr %res, i32 %uniform, ptr %counts) alwaysinline {",
         "entry:",
         "  %own = icmp eq i32 %uniform, -1",
         "  br label %loop",
@@ -188,7 +220,8 @@ def block_wrapper(index: int, loops: Loops) -> str:
         "  %st = load i32, ptr %rp, align 4",
         "  %st1 = and i32 %st, 2147483647",
         "  %st2 = select i1 %own, i32 %st1, i32 %uniform",
-        f"  %r = call i32 @__sirius_thread_{k}(ptr %args, ptr %frame, i32 %st2) alwaysinline",
+        f"  %r = call i32 @__sirius_thread_{k}(ptr %args, ptr %frame, i32 %st2, ptr %counts) "
+        "alwaysinline",
         "  store i32 %r, ptr %rp, align 4",
         "  %lo1 = call i32 @llvm.umin.i32(i32 %lo, i32 %r)",
         "  %hi1 = call i32 @llvm.umax.i32(i32 %hi, i32 %r)",
@@ -484,7 +517,7 @@ def segment_wrapper(index: int, header: str, fn: Function, callee: str, call: li
             byval = re.search(r"byval\(([^)]*)\)", params[i])
             args.append(f"{a.rsplit(' ', 1)[0]} {'%a' if byval else '%v'}{i}")
     if loops:
-        args += ["ptr %frame", "i32 %state"]
+        args += ["ptr %frame", "i32 %state", "ptr %counts"]
         lines += [f"  %next = call i32 @{_quote(callee)}({', '.join(args)})", "  ret i32 %next"]
     else:
         lines += [f"  call void @{_quote(callee)}({', '.join(args)})", "  ret void"]

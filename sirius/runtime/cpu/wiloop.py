@@ -2,7 +2,8 @@
 
 The classic CPU-runtime transformation (POCL's work-item loops, Karrenberg and Hack's
 continuations) on the rewritten host text of one kernel (rewrite.py): the kernel
-`void @K(args)` becomes `i32 @K(args, ptr noalias %__frame, i32 %__state)`, which runs one
+`void @K(args)` becomes `i32 @K(args, ptr noalias %__frame, i32 %__state, ptr noalias
+%__counts)`, which runs one
 thread from `%__state` (0: the kernel's start; s + 1: just after the barrier of site s) to its
 next barrier, where it returns s + 1, or to its end, where it returns 0. The C runtime
 (`run_block_loops` in sirius_rt.c) runs every runnable thread of the block once per round in the
@@ -28,7 +29,8 @@ What lives across a barrier lives in the thread's frame, `frame_bytes` bytes at 
     arithmetic, mostly) is recomputed at the resume point instead of saved (rematerialized).
 The instruction counters are untouched: every original block still adds its size once per visit
 (the counting code is part of the text moved around), and nothing added here counts. The
-counters' slots (lowering.FLUSH) are zeroed at the continuation's entry: every stop flushes them.
+function's counter slots (lowering.FLUSH) become the block loop's `%__counts`, which it adds to
+the context when it returns; the flushes at the stops go.
 """
 
 from __future__ import annotations
@@ -47,9 +49,12 @@ _BARRIER = re.compile(r"call i32 @sirius_rt_barrier\(ptr @__sirius_ctx, i32 (\S+
 _WARP = re.compile(r"call i32 @sirius_rt_warp\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
                    r"i32 (\S+), i32 (\S+), i32 (\S+), i32 (\d+)\)")
 _INT = re.compile(r"-?\d+")
-# a line of the counters' slots at a function's start (lowering.counter_slots)
+# a line of the counters' slots at a function's start (lowering.counter_slots), and a line
+# of their flush at a stop (lowering.flush_lines)
 COUNTER_SLOT = re.compile(r"\s*(?:%__cnt\.\d+ = alloca i64, align 8|"
                           r"store i64 0, ptr %__cnt\.\d+, align 8)$")
+_FLUSH_LINE = re.compile(r"\s*(?:%__fl\d+ = |store i64 (?:%__fl\d+|0), ptr %__cnt\.|"
+                         r"store i64 %__fl\d+, )")
 _META = re.compile(r", !(?:[\w.]+) !\d+")
 # pure instructions a resume point may recompute (their operands permitting)
 _PURE = {"getelementptr", "bitcast", "addrspacecast", "zext", "sext", "trunc", "add", "sub",
@@ -224,12 +229,18 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if d is not None:
                 instrs[d] = ins
     args = {a.name for a in fn.args} | {str(i) for i in range(nunnamed)}
-    # the counters' slots (lowering.FLUSH): every call of the continuation starts them from 0,
-    # and they are flushed before every stop, so they live in no frame
+    # the counters' slots (lowering.FLUSH) become the block loop's (`%__counts`, one i64 per
+    # context offset; entries.block_wrapper): it adds them to the context when it returns, so
+    # the continuation flushes nothing at its stops
     slots = []
     while blocks[0].lines and COUNTER_SLOT.match(blocks[0].lines[0]):
-        slots.append(blocks[0].lines.pop(0))
-    args |= {d for line in slots if (d := _def(line)) is not None}
+        d = _def(blocks[0].lines.pop(0))
+        if d is not None:
+            slots.append(f"  %{d} = getelementptr inbounds i8, ptr %__counts, "
+                         f"i64 {d.rsplit('.', 1)[1]}")
+            args.add(d)
+    for b in blocks:
+        b.lines = [line for line in b.lines if not _FLUSH_LINE.match(line)]
     def_line: dict[str, str] = {}
     for b in blocks:
         for line in b.lines:
@@ -425,7 +436,8 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
     warp_states: set[int] = set()
     warp_ops: dict[int, tuple[int, int, int]] = {}
     out = [f"define {m.group(1)}i32 {m.group(2)}({params}"
-           f"{', ' if params.strip() else ''}ptr noalias %__frame, i32 %__state){tail}{{",
+           f"{', ' if params.strip() else ''}ptr noalias %__frame, i32 %__state, "
+           f"ptr noalias %__counts){tail}{{",
            "__wi.entry:"]
     for a, off in allocas.items():
         out.append(f"  {_ref(a)} = getelementptr inbounds i8, ptr %__frame, i64 {off}")
