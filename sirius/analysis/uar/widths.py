@@ -28,6 +28,8 @@ from sirius.analysis.kernel.access import KernelSummary
 from sirius.analysis.kernel.affine import THREAD_DIMS
 from sirius.analysis.uar.effects import Statement
 
+T = isl.dim_type
+
 
 class Width:
     THREAD = "THREAD"
@@ -67,9 +69,35 @@ def _within(flat: isl.Set, constraint: str) -> bool:
     return flat.is_subset(_constraint_set(flat, constraint))
 
 
+def _two_images(flat: isl.Set, ins: list[str], outs: list[str]) -> bool:
+    """True when a point of `flat` shows that `ins` -> `outs` is not single-valued: with its
+    parameters and `ins` fixed, some `outs` dimension still takes another value. (A cheap
+    counterexample first: isl's `is_single_valued` on paper resnext50's many-to-many thread
+    relations took 16 s in 75 calls, this 0.4 s; False proves nothing.)"""
+    p = flat.sample_point()
+    if p.is_void():
+        return False
+    names = islutil.set_names(flat)
+    one = flat
+    for i in range(flat.dim(T.param)):
+        one = one.fix_val(T.param, i, p.get_coordinate_val(T.param, i))
+    for n in ins:
+        i = names.index(n)
+        one = one.fix_val(T.set, i, p.get_coordinate_val(T.set, i))
+    for n in outs:
+        i = names.index(n)
+        v = p.get_coordinate_val(T.set, i)
+        if not one.upper_bound_val(T.set, i, v - 1).is_empty() or \
+                not one.lower_bound_val(T.set, i, v + 1).is_empty():
+            return True
+    return False
+
+
 def _one_to_one(flat: isl.Set, fixed: list[str], a: list[str], b: list[str]) -> bool:
     """Whether, for fixed values of `fixed`, the relation between a and b is a partial
     bijection (single-valued both ways)."""
+    if _two_images(flat, fixed + a, b) or _two_images(flat, fixed + b, a):
+        return False
     return islutil.regroup(flat, fixed + a, b).is_single_valued() and \
         islutil.regroup(flat, fixed + b, a).is_single_valued()
 
