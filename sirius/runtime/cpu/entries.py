@@ -147,7 +147,9 @@ def block_wrapper(index: int, loops: Loops) -> str:
     For each state a thread resumes from after a warp operation (`loops.warp_states`) the loop
     has a copy with that state constant, which `uniform` selects: in it LLVM folds the
     continuation's dispatch away, and only the code from that resume point on is left, so a
-    lane's step there costs no state load, jump table or indirect branch.
+    lane's step there costs no state load, jump table or indirect branch. A kernel with warp
+    operations has such copies for its start and its barriers' resume points too
+    (`loops.barrier_states`): TVM's shuffle reductions run a few instructions between stops.
 
     `chain` (the runtime passes 1 for one full warp): when every lane stopped at one warp
     operation of `loops.warp_ops` (state -> kind and constant operands; shuffles, activemask,
@@ -162,6 +164,12 @@ def block_wrapper(index: int, loops: Loops) -> str:
     k = index
     states = loops.warp_states
     uniform = states if len(states) <= UNIFORM_STATES_MAX else ()
+    # with warp operations, where a lane's step between two stops is a few instructions, also
+    # the kernel's start and the barriers' resume points (rounds of the whole block): their
+    # dispatch (the state, a jump table) cost as much as the step
+    more = (0, *loops.barrier_states)
+    if uniform and len(uniform) + len(more) <= UNIFORM_STATES_MAX:
+        uniform = tuple(sorted({*uniform, *more}))
     ops = dict(loops.warp_ops)
     chained = {st: x for st in uniform if st in ops
                for x in [_exchange(st, *ops[st])] if x is not None}

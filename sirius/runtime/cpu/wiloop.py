@@ -89,6 +89,9 @@ class Loops:
     # of those, the ones after an operation whose kind and operands b, c are constants:
     # state -> (op, b, c); the block loop completes such an operation for a full warp itself
     warp_ops: tuple[tuple[int, tuple[int, int, int]], ...] = ()
+    # where a thread resumes after a barrier (a round of the whole block resumes there when
+    # the barrier releases it)
+    barrier_states: tuple[int, ...] = ()
 
 
 @dataclass
@@ -434,6 +437,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
 
     entry = blocks[0].label
     warp_states: set[int] = set()
+    barrier_states: set[int] = set()
     warp_ops: dict[int, tuple[int, int, int]] = {}
     out = [f"define {m.group(1)}i32 {m.group(2)}({params}"
            f"{', ' if params.strip() else ''}ptr noalias %__frame, i32 %__state, "
@@ -474,6 +478,8 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if s is not None:
                 warp = _WARP.search(line)
                 state = s + 1
+                if not warp:
+                    barrier_states.add(state)
                 if warp:  # the operation into the frame's record; its result comes at resume
                     warp_states.add(state)
                     kind, _, _, opb, opc, _ = warp.groups()
@@ -507,4 +513,4 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 out.append(f"  store {types[d]} {_ref(d)}, ptr {slot[d]}")
     out.append("}")
     return Loops([_lower_align(line) for line in out], frame_bytes, tuple(sorted(warp_states)),
-                 tuple(sorted(warp_ops.items())))
+                 tuple(sorted(warp_ops.items())), tuple(sorted(barrier_states)))
