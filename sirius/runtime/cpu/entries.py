@@ -110,26 +110,19 @@ def _exchange(state: int, op: int, b: int, c: int) -> list[str] | None:
             f"  br label %u{state}"]
 
 
-# the context's counters (lowering.count_lines, access_lines; flops.py)
-_COUNTERS = (N.CTX_ICOUNT, N.CTX_GLD, N.CTX_GST, N.CTX_SLD, N.CTX_SST,
-             *(N.CTX_FLOPS + 8 * i for i in range(3)))
-
-
 def _counted_ret(value: str) -> list[str]:
     """A block loop's `ret i32 value`, after adding its threads' counts (`%counts`, one i64 at
     each counter's context offset) to the context's (a counter no thread added to folds
     away)."""
     tag = value.strip("%")
     out = []
-    for off in _COUNTERS:
+    for off in N.CTX_COUNTERS:
         p, v, c, n = (f"%{tag}.c{off}{x}" for x in "pvcn")
         out += [f"  {p} = getelementptr inbounds i8, ptr %counts, i64 {off}",
                 f"  {v} = load i64, ptr {p}, align 8",
-                f"  {c} = load i64, ptr getelementptr (i8, ptr @__sirius_ctx, i64 {off}), "
-                "align 8",
+                f"  {c} = load i64, ptr {N.ctx_field(off)}, align 8",
                 f"  {n} = add i64 {c}, {v}",
-                f"  store i64 {n}, ptr getelementptr (i8, ptr @__sirius_ctx, i64 {off}), "
-                "align 8"]
+                f"  store i64 {n}, ptr {N.ctx_field(off)}, align 8"]
     return out + [f"  ret i32 {value}"]
 
 

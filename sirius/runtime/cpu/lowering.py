@@ -57,8 +57,6 @@ class State:
         return len(self.sites) - 1
 
 
-def _ctx(off: int) -> str:
-    return f"getelementptr (i8, ptr @__sirius_ctx, i64 {off})" if off else "@__sirius_ctx"
 
 
 # The counters a function adds to accumulate in stack slots of its own, `%__cnt.<context
@@ -83,15 +81,16 @@ def counter_slots(st: State) -> list[str]:
                       f"  store i64 0, ptr %__cnt.{off}, align 8")]
 
 
-def flush_lines(st: State) -> list[str]:
-    """The function's counters added to the context's and zeroed (at a stop)."""
+def flush_lines(st: State, counters: list[int]) -> list[str]:
+    """The counter slots `counters` (context offsets) added to the context's and zeroed (at a
+    stop)."""
     out = []
-    for off in sorted(st.counters):
+    for off in counters:
         v, c, n = st.tmp("fl"), st.tmp("fl"), st.tmp("fl")
         out += [f"  {v} = load i64, ptr %__cnt.{off}, align 8",
-                f"  {c} = load i64, ptr {_ctx(off)}, align 8",
+                f"  {c} = load i64, ptr {N.ctx_field(off)}, align 8",
                 f"  {n} = add i64 {c}, {v}",
-                f"  store i64 {n}, ptr {_ctx(off)}, align 8",
+                f"  store i64 {n}, ptr {N.ctx_field(off)}, align 8",
                 f"  store i64 0, ptr %__cnt.{off}, align 8"]
     return out
 
@@ -127,15 +126,15 @@ def nvvm_lines(st: State, fn: Function, ins: Instr, line: str, name: str) -> lis
     dbg = _dbg(tail)
     rty = ins.type
     if m := re.fullmatch(r"read\.ptx\.sreg\.(tid|ntid|ctaid|nctaid)\.([xyz])", name):
-        return [f"  {res} = load i32, ptr {_ctx(_SREG[m.group(1)] + _AXIS[m.group(2)])}, "
+        return [f"  {res} = load i32, ptr {N.ctx_field(_SREG[m.group(1)] + _AXIS[m.group(2)])}, "
                 f"align 4{dbg}"]
     if name in ("read.ptx.sreg.laneid", "read.ptx.sreg.warpid"):
         t = [st.tmp("l") for _ in range(7)]
-        out = [f"  {t[0]} = load i32, ptr {_ctx(N.CTX_TID)}, align 4",
-               f"  {t[1]} = load i32, ptr {_ctx(N.CTX_TID + 4)}, align 4",
-               f"  {t[2]} = load i32, ptr {_ctx(N.CTX_TID + 8)}, align 4",
-               f"  {t[3]} = load i32, ptr {_ctx(N.CTX_NTID)}, align 4",
-               f"  {t[4]} = load i32, ptr {_ctx(N.CTX_NTID + 4)}, align 4",
+        out = [f"  {t[0]} = load i32, ptr {N.ctx_field(N.CTX_TID)}, align 4",
+               f"  {t[1]} = load i32, ptr {N.ctx_field(N.CTX_TID + 4)}, align 4",
+               f"  {t[2]} = load i32, ptr {N.ctx_field(N.CTX_TID + 8)}, align 4",
+               f"  {t[3]} = load i32, ptr {N.ctx_field(N.CTX_NTID)}, align 4",
+               f"  {t[4]} = load i32, ptr {N.ctx_field(N.CTX_NTID + 4)}, align 4",
                f"  {t[5]} = mul i32 {t[2]}, {t[4]}",
                f"  {t[6]} = add i32 {t[5]}, {t[1]}"]
         a, b = st.tmp("l"), st.tmp("l")

@@ -26,6 +26,14 @@ CTX_TID, CTX_NTID, CTX_CTAID, CTX_NCTAID = 0, 12, 24, 36
 CTX_ICOUNT, CTX_GLD, CTX_GST, CTX_SLD, CTX_SST = 48, 56, 64, 72, 80
 CTX_SMEM, CTX_SMEM_SIZE, CTX_SITE_RANGE = 96, 104, 112
 CTX_FLOPS = 120  # three counters: f16, f32, f64 FLOPs (count_flops modules, flops.py)
+# every counter the JIT code adds to (lowering.count_lines, access_lines)
+CTX_COUNTERS = (CTX_ICOUNT, CTX_GLD, CTX_GST, CTX_SLD, CTX_SST,
+                *(CTX_FLOPS + 8 * i for i in range(3)))
+
+
+def ctx_field(off: int) -> str:
+    """The JIT code's pointer to the context's field at byte `off`."""
+    return f"getelementptr (i8, ptr @__sirius_ctx, i64 {off})" if off else "@__sirius_ctx"
 
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 MODE_FAST, MODE_FIBERS, MODE_LOOPS = 0, 1, 2  # LaunchDesc.use_fibers

@@ -132,6 +132,9 @@ def _global_subst(line: str, smem: dict[str, int]) -> str:
 
 
 
+_SLOT = re.compile(r"  %__cnt\.(\d+) = alloca i64")
+
+
 # ---- functions --------------------------------------------------------------------------------
 def _instructions(fn: Function) -> Iterator[tuple[Instr, bool]]:
     """Every instruction with a flag: True for the first non-phi of its block."""
@@ -159,17 +162,32 @@ def _internal(header: str) -> str:
 
 
 def _function(st: State, fn: Function, lines: list[str]) -> list[str]:
-    """The host lines of one device function, with its counters in slots of its own that are
-    added to the context's at every stop (lowering.FLUSH)."""
+    """The host lines of one device function, with its counters in slots of its own and a
+    FLUSH marker at every stop (lowering.FLUSH; `_flushes` expands them)."""
     st.counters = set()
     out = _body(st, fn, lines)
     if not st.counters:
         return [line for line in out if line != FLUSH]
     first = next(i for i, line in enumerate(out) if i and line.startswith("  "))
-    done = out[:first] + counter_slots(st)
-    for line in out[first:]:
-        done += flush_lines(st) if line == FLUSH else [line]
-    return done
+    return out[:first] + counter_slots(st) + out[first:]
+
+
+def _flushes(st: State, lines: list[str]) -> list[str]:
+    """`lines` with each FLUSH marker replaced by the adding of its function's counter slots to
+    the context. The work-item-loop transform (wiloop.py) has dropped the markers of the
+    kernels it made continuations: their slots are their block loop's."""
+    out: list[str] = []
+    slots: list[int] = []
+    for line in lines:
+        if line == FLUSH:
+            out += flush_lines(st, slots)
+            continue
+        if line.startswith("define "):
+            slots = []
+        elif m := _SLOT.match(line):
+            slots.append(int(m.group(1)))
+        out.append(line)
+    return out
 
 
 def _body(st: State, fn: Function, lines: list[str]) -> list[str]:
@@ -437,6 +455,7 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             wrappers.append(block_wrapper(k, lw))
     for (lo, hi), text in sorted(replaced, reverse=True):
         out[lo:hi] = text
+    out = _flushes(st, out)
 
     device_globals = device_globals or any(g.mutable for g in module_globals)
     table = ", ".join(f"ptr @{ir_name(g.name)}" for g in module_globals)

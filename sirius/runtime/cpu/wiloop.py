@@ -49,12 +49,10 @@ _BARRIER = re.compile(r"call i32 @sirius_rt_barrier\(ptr @__sirius_ctx, i32 (\S+
 _WARP = re.compile(r"call i32 @sirius_rt_warp\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
                    r"i32 (\S+), i32 (\S+), i32 (\S+), i32 (\d+)\)")
 _INT = re.compile(r"-?\d+")
-# a line of the counters' slots at a function's start (lowering.counter_slots), and a line
-# of their flush at a stop (lowering.flush_lines)
+# a line of the counters' slots at a function's start (lowering.counter_slots); the FLUSH
+# markers at the stops are comment lines, which `_blocks` drops
 COUNTER_SLOT = re.compile(r"\s*(?:%__cnt\.\d+ = alloca i64, align 8|"
                           r"store i64 0, ptr %__cnt\.\d+, align 8)$")
-_FLUSH_LINE = re.compile(r"\s*(?:%__fl\d+ = |store i64 (?:%__fl\d+|0), ptr %__cnt\.|"
-                         r"store i64 %__fl\d+, )")
 _META = re.compile(r", !(?:[\w.]+) !\d+")
 # pure instructions a resume point may recompute (their operands permitting)
 _PURE = {"getelementptr", "bitcast", "addrspacecast", "zext", "sext", "trunc", "add", "sub",
@@ -242,8 +240,6 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             slots.append(f"  %{d} = getelementptr inbounds i8, ptr %__counts, "
                          f"i64 {d.rsplit('.', 1)[1]}")
             args.add(d)
-    for b in blocks:
-        b.lines = [line for line in b.lines if not _FLUSH_LINE.match(line)]
     def_line: dict[str, str] = {}
     for b in blocks:
         for line in b.lines:
@@ -480,7 +476,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 state = s + 1
                 if not warp:
                     barrier_states.add(state)
-                if warp:  # the operation into the frame's record; its result comes at resume
+                else:  # the operation into the frame's record; its result comes at resume
                     warp_states.add(state)
                     kind, _, _, opb, opc, _ = warp.groups()
                     if all(_INT.fullmatch(x) for x in (kind, opb, opc)):
