@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
 from sirius.analysis.expr import evaluate_text
@@ -54,8 +56,47 @@ def run_cli(*args: str, cwd: Path = ROOT,
             env.pop(k, None)
         else:
             env[k] = v
-    return subprocess.run([sys.executable, "-m", "sirius.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env)
+    cmd = [sys.executable, "-m", "sirius.cli", *args]
+    if os.environ.get("SIRIUS_TEST_FRESH_CLI"):
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+    return _ZYGOTE.run(cmd, [str(a) for a in args], Path(cwd), env)
+
+
+class _Zygote:
+    """The test process's fork server for `sirius` commands (tests/clizygote.py), started at
+    its first command: a forked child per command instead of a new interpreter (a second of
+    imports each)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.lock = threading.Lock()
+
+    def run(self, cmd: list[str], args: list[str], cwd: Path,
+            env: dict[str, str]) -> subprocess.CompletedProcess:
+        with self.lock, tempfile.TemporaryDirectory(prefix="sirius-cli-") as d:
+            if self.proc is None or self.proc.poll() is not None:
+                self.proc = subprocess.Popen(
+                    [sys.executable, str(Path(__file__).with_name("clizygote.py"))],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            out, err = Path(d) / "out", Path(d) / "err"
+            req = {"args": args, "cwd": str(cwd.resolve()), "env": env, "out": str(out),
+                   "err": str(err)}
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+            reply = self.proc.stdout.readline()
+            if not reply:
+                raise RuntimeError("the sirius fork server (tests/clizygote.py) ended")
+            rc = json.loads(reply)["returncode"]
+            return subprocess.CompletedProcess(cmd, rc, _text(out), _text(err))
+
+
+def _text(path: Path) -> str:
+    """What `subprocess.run(text=True)` makes of a stream: universal newlines."""
+    data = path.read_bytes().decode(errors="strict") if path.exists() else ""
+    return data.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_ZYGOTE = _Zygote()
 
 
 def ev(x: int | str | None, **env: int) -> int | None:
