@@ -65,35 +65,49 @@ def run_cli(*args: str, cwd: Path = ROOT,
 class _Zygote:
     """The test process's fork server for `sirius` commands (tests/clizygote.py), started at
     its first command: a forked child per command instead of a new interpreter (a second of
-    imports each)."""
+    imports each). `path()` is its socket (also for the lit tests' `%sirius`)."""
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
+        self.dir: str | None = None
         self.lock = threading.Lock()
+
+    def path(self) -> str:
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self.dir = tempfile.mkdtemp(prefix="sirius-z")
+                sock = os.path.join(self.dir, "s")
+                self.proc = subprocess.Popen(
+                    [sys.executable, str(Path(__file__).with_name("clizygote.py")), sock],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+                if self.proc.stdout.readline().strip() != "ready":
+                    raise RuntimeError("the sirius fork server (tests/clizygote.py) did not "
+                                       "start")
+            return os.path.join(self.dir, "s")
 
     def run(self, cmd: list[str], args: list[str], cwd: Path,
             env: dict[str, str]) -> subprocess.CompletedProcess:
-        with self.lock, tempfile.TemporaryDirectory(prefix="sirius-cli-") as d:
-            if self.proc is None or self.proc.poll() is not None:
-                self.proc = subprocess.Popen(
-                    [sys.executable, str(Path(__file__).with_name("clizygote.py"))],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-            out, err = Path(d) / "out", Path(d) / "err"
-            req = {"args": args, "cwd": str(cwd.resolve()), "env": env, "out": str(out),
-                   "err": str(err)}
-            self.proc.stdin.write(json.dumps(req) + "\n")
-            self.proc.stdin.flush()
-            reply = self.proc.stdout.readline()
-            if not reply:
-                raise RuntimeError("the sirius fork server (tests/clizygote.py) ended")
-            rc = json.loads(reply)["returncode"]
+        from tests.cliclient import request
+
+        path = self.path()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+                open(os.devnull, "rb") as null:
+            rc = request(path, args, str(cwd.resolve()), env,
+                         (null.fileno(), out.fileno(), err.fileno()))
             return subprocess.CompletedProcess(cmd, rc, _text(out), _text(err))
 
 
-def _text(path: Path) -> str:
+def _text(f) -> str:
     """What `subprocess.run(text=True)` makes of a stream: universal newlines."""
-    data = path.read_bytes().decode(errors="strict") if path.exists() else ""
+    f.seek(0)
+    data = f.read().decode()
     return data.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def zygote_socket() -> str | None:
+    """The fork server's socket for a subprocess that runs `sirius` through
+    tests/cliclient.py (None where the tests start real interpreters)."""
+    return None if os.environ.get("SIRIUS_TEST_FRESH_CLI") else _ZYGOTE.path()
 
 
 _ZYGOTE = _Zygote()
