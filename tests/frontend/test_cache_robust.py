@@ -7,6 +7,7 @@ under a regular file (mkdir fails with ENOTDIR), or a monkeypatched write that r
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,31 @@ def program(tmp_path) -> Path:
     return p
 
 
+@pytest.fixture(scope="module")
+def compiled_once(tmp_path_factory):
+    """The program compiled once into a cache of its own (a miss, both clang compiles): each
+    damage test starts from a copy of that cache instead of compiling the program cold again."""
+    d = tmp_path_factory.mktemp("compiled-once")
+    program = d / "twice.cu"
+    program.write_text(PROGRAM)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SIRIUS_CACHE_DIR", str(d / "cache"))
+        mp.setenv("SIRIUS_PCH", "0")
+        first = compile_program(program)
+    assert not first.cache_hit
+    return program, d / "cache", first
+
+
+@pytest.fixture
+def filled(cache_dir, compiled_once):
+    """`cache_dir` holding the entry of `compiled_once`'s program: (program, its first
+    compile)."""
+    program, template, first = compiled_once
+    shutil.copytree(template, cache_dir)
+    assert compile_program(program).cache_hit  # the copy serves it
+    return program, first
+
+
 def _entry(cache_dir: Path) -> Path:
     (entry,) = [e for e in (cache_dir / "ir").iterdir() if not e.name.startswith(".")]
     return entry
@@ -64,9 +90,8 @@ def test_entry_records_the_hashes_of_its_files(cache_dir, program):
 
 @pytest.mark.parametrize("damage", ["truncate device", "truncate host", "empty meta",
                                     "old format", "no host"])
-def test_damaged_entry_is_rebuilt(cache_dir, program, damage):
-    first = compile_program(program)
-    assert not first.cache_hit
+def test_damaged_entry_is_rebuilt(cache_dir, filled, damage):
+    program, first = filled
     entry = _entry(cache_dir)
     if damage.startswith("truncate"):
         f = entry / f"{damage.split()[1]}.ll"
@@ -85,9 +110,9 @@ def test_damaged_entry_is_rebuilt(cache_dir, program, damage):
     assert third.cache_hit and third.device_ir == first.device_ir
 
 
-def test_entry_llvm_rejects_is_rebuilt(cache_dir, program):
+def test_entry_llvm_rejects_is_rebuilt(cache_dir, filled):
     # hashes that match, over IR that does not parse (a cache written by a broken build)
-    first = compile_program(program)
+    program, first = filled
     entry = _entry(cache_dir)
     bad = b"this is not LLVM IR\n"
     (entry / "device.ll").write_bytes(bad)
