@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 from sirius.analysis.expr import evaluate_text
@@ -70,26 +73,51 @@ class _Zygote:
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.dir: str | None = None
+        self.failed: str | None = None
         self.lock = threading.Lock()
 
-    def path(self) -> str:
+    def path(self) -> str | None:
+        """The server's socket, the server started first if it is not running; None (with a
+        warning, once) where it cannot start: the commands then start interpreters."""
         with self.lock:
-            if self.proc is None or self.proc.poll() is not None:
-                self.dir = tempfile.mkdtemp(prefix="sirius-z")
-                sock = os.path.join(self.dir, "s")
-                self.proc = subprocess.Popen(
-                    [sys.executable, str(Path(__file__).with_name("clizygote.py")), sock],
-                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-                if self.proc.stdout.readline().strip() != "ready":
-                    raise RuntimeError("the sirius fork server (tests/clizygote.py) did not "
-                                       "start")
-            return os.path.join(self.dir, "s")
+            if self.failed is None and (self.proc is None or self.proc.poll() is not None):
+                self._start()
+            return None if self.failed else os.path.join(self.dir, "s")
+
+    def _start(self) -> None:
+        self.stop()
+        base = tempfile.gettempdir()  # a socket's path has at most 107 bytes
+        self.dir = tempfile.mkdtemp(prefix="sirius-z", dir=base if len(base) < 64 else "/tmp")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("clizygote.py")),
+             os.path.join(self.dir, "s")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        if self.proc.stdout.readline().strip() != "ready":
+            self.failed = f"exit status {self.proc.wait()}"
+            self.stop()
+            warnings.warn("the sirius fork server (tests/clizygote.py) did not start "
+                          f"({self.failed}): the tests start an interpreter per command",
+                          stacklevel=3)
+            return
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait()
+        if self.proc is not None:
+            self.proc.stdout.close()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        self.proc = self.dir = None
 
     def run(self, cmd: list[str], args: list[str], cwd: Path,
             env: dict[str, str]) -> subprocess.CompletedProcess:
         from tests.cliclient import request
 
         path = self.path()
+        if path is None:
+            return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
                 open(os.devnull, "rb") as null:
             rc = request(path, args, str(cwd.resolve()), env,
