@@ -44,7 +44,7 @@ if [ ! -f "$CUDA/include/cuda_runtime.h" ]; then
 fi
 
 # Byte-compile sirius (an editable install: pip compiled only the dependencies). Where
-# PYTHONDONTWRITEBYTECODE is set (it is on our CI machines), no process writes these files,
+# PYTHONDONTWRITEBYTECODE is set (it is in our sessions' shells), no process writes these files,
 # and every `sirius` command and test worker compiled all 170 modules from source again (a
 # third of a second each time). Only changed files are compiled; a stale file is ignored.
 .venv/bin/python -m compileall -q -j 0 sirius tests scripts >/dev/null
