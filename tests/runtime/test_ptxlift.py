@@ -450,6 +450,10 @@ def int_range(ty: str) -> tuple[int, int]:
     return (-(1 << (w - 1)), (1 << (w - 1)) - 1) if ty[0] == "s" else (0, (1 << w) - 1)
 
 
+# the rounding to an integer of each .rXi modifier, exact on a finite float
+_TO_INT = {"rni": round, "rzi": math.trunc, "rmi": math.floor, "rpi": math.ceil}
+
+
 def ref_cvt(dty: str, aty: str, mods: set[str], v: int, regw: int) -> int:
     afloat = aty in R.FMT
     if afloat:
@@ -464,17 +468,18 @@ def ref_cvt(dty: str, aty: str, mods: set[str], v: int, regw: int) -> int:
             r = (lo if dty[0] == "s" else 1 << (width(dty) - 1)) \
                 if (width(dty) == 64 or aty == "f64") else 0
         else:
-            fn = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
-            y = float(fn[next(iter(mods & set(fn)))](x))
-            r = int(min(max(y, lo), hi)) if math.isfinite(y) else (hi if y > 0 else lo)
+            if math.isinf(x):
+                r = hi if x > 0 else lo
+            else:  # an exact integer (Python's round: to nearest, ties to even, as rint)
+                r = min(max(_TO_INT[next(iter(mods & set(_TO_INT)))](x), lo), hi)
         if r < 0 and regw > width(dty):
             r += 1 << regw
         return r & ((1 << regw) - 1)
     mode = next(iter(mods & {"rn", "rz", "rm", "rp"}), "rn")
     irnd = mods & {"rni", "rzi", "rmi", "rpi"}
     if irnd:
-        fn = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
-        x = float(fn[next(iter(irnd))](x))
+        if math.isfinite(x):  # NaN and infinities round to themselves; a zero keeps x's sign
+            x = math.copysign(float(_TO_INT[next(iter(irnd))](x)) or 0.0, x)
     if isinstance(x, int):
         x = Fraction(x)
     if "sat" in mods:
