@@ -59,10 +59,8 @@ def run_cli(*args: str, cwd: Path = ROOT,
             env.pop(k, None)
         else:
             env[k] = v
-    cmd = [sys.executable, "-m", "sirius.cli", *args]
-    if os.environ.get("SIRIUS_TEST_FRESH_CLI"):
-        return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
-    return _ZYGOTE.run(cmd, [str(a) for a in args], Path(cwd), env)
+    return _ZYGOTE.run([sys.executable, "-m", "sirius.cli", *args], [str(a) for a in args],
+                       Path(cwd), env)
 
 
 class _Zygote:
@@ -77,8 +75,11 @@ class _Zygote:
         self.lock = threading.Lock()
 
     def path(self) -> str | None:
-        """The server's socket, the server started first if it is not running; None (with a
-        warning, once) where it cannot start: the commands then start interpreters."""
+        """The server's socket, the server started first if it is not running; None under
+        $SIRIUS_TEST_FRESH_CLI, or (with a warning, once) where it cannot start: the commands
+        then start interpreters."""
+        if os.environ.get("SIRIUS_TEST_FRESH_CLI"):
+            return None
         with self.lock:
             if self.failed is None and (self.proc is None or self.proc.poll() is not None):
                 self._start()
@@ -135,7 +136,7 @@ def _text(f) -> str:
 def zygote_socket() -> str | None:
     """The fork server's socket for a subprocess that runs `sirius` through
     tests/cliclient.py (None where the tests start real interpreters)."""
-    return None if os.environ.get("SIRIUS_TEST_FRESH_CLI") else _ZYGOTE.path()
+    return _ZYGOTE.path()
 
 
 _ZYGOTE = _Zygote()

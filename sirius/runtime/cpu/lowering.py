@@ -57,8 +57,6 @@ class State:
         return len(self.sites) - 1
 
 
-
-
 # The counters a function adds to accumulate in stack slots of its own, `%__cnt.<context
 # offset>`, which no pointer of the kernel and no runtime call can reach: LLVM keeps them in
 # registers across the bounds checker's cold calls, which take the context and would otherwise
