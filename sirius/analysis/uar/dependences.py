@@ -19,6 +19,7 @@ conservative answer (GLOBAL width, no pruning).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import islpy as isl
@@ -127,9 +128,7 @@ class DependenceFinder:
             got = False
             if e.exact and e.box is not None and e.mode == WRITE:
                 rng = islutil.project_out(self.bytes(e), islutil.param_names(self.bytes(e)))
-                interval = isl.Set(f"{{ [x] : {e.box[0]} <= x <= {e.box[1]} }}")
-                got = islutil.bounded(BUDGET, lambda: rng.reset_tuple_id().is_equal(interval),
-                                      False)
+                got = _covers_box(str(rng.reset_tuple_id()), e.box)
             self._dense[id(e)] = got
         return got
 
@@ -252,3 +251,13 @@ def _killed(s: Statement, es: Effect, d: Statement, ed: Effect,
     lo, hi = max(es.box[0], ed.box[0]), min(es.box[1], ed.box[1])
     first, last = s.position[0], d.position[0]
     return any(first < pos < last and box[0] <= lo and hi <= box[1] for pos, box in killers)
+
+
+@functools.lru_cache(maxsize=4096)
+def _covers_box(rng: str, box: tuple[int, int]) -> bool:
+    """Whether the byte set `rng` (its text) holds every byte of `box`, [lo, hi] inclusive
+    (the box is its bounds, so it is then that interval exactly). By the text: a model's layers
+    and the UAR rebuilt after storage splitting ask the same question again (paper bert_base:
+    746 questions, 214 distinct)."""
+    interval = isl.Set(f"{{ [x] : {box[0]} <= x <= {box[1]} }}")
+    return islutil.bounded(BUDGET, lambda: interval.is_subset(isl.Set(rng)), False)

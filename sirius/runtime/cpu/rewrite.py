@@ -132,7 +132,6 @@ def _global_subst(line: str, smem: dict[str, int]) -> str:
 
 
 
-_SLOT = re.compile(r"  %__cnt\.(\d+) = alloca i64")
 
 
 # ---- functions --------------------------------------------------------------------------------
@@ -184,7 +183,7 @@ def _flushes(st: State, lines: list[str]) -> list[str]:
             continue
         if line.startswith("define "):
             slots = []
-        elif m := _SLOT.match(line):
+        elif (m := wiloop.COUNTER_SLOT.match(line)) and m.group(1) is not None:
             slots.append(int(m.group(1)))
         out.append(line)
     return out

@@ -49,9 +49,10 @@ _BARRIER = re.compile(r"call i32 @sirius_rt_barrier\(ptr @__sirius_ctx, i32 (\S+
 _WARP = re.compile(r"call i32 @sirius_rt_warp\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
                    r"i32 (\S+), i32 (\S+), i32 (\S+), i32 (\d+)\)")
 _INT = re.compile(r"-?\d+")
-# a line of the counters' slots at a function's start (lowering.counter_slots); the FLUSH
-# markers at the stops are comment lines, which `_blocks` drops
-COUNTER_SLOT = re.compile(r"\s*(?:%__cnt\.\d+ = alloca i64, align 8|"
+# a line of the counters' slots at a function's start (lowering.counter_slots; group 1: an
+# alloca's counter offset, rewrite.py's flushes read it); the FLUSH markers at the stops are
+# comment lines, which `_blocks` drops
+COUNTER_SLOT = re.compile(r"\s*(?:%__cnt\.(\d+) = alloca i64, align 8|"
                           r"store i64 0, ptr %__cnt\.\d+, align 8)$")
 _META = re.compile(r", !(?:[\w.]+) !\d+")
 # pure instructions a resume point may recompute (their operands permitting)
