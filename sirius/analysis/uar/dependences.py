@@ -19,6 +19,7 @@ conservative answer (GLOBAL width, no pruning).
 
 from __future__ import annotations
 
+import bisect
 import functools
 from dataclasses import dataclass
 
@@ -142,6 +143,7 @@ class DependenceFinder:
         for buffer, touching in by_buffer.items():
             killers = [(st.position[0], e.box) for st, e in touching
                        if not st.loops and e.mode == WRITE and self.dense(e)]
+            kpos = [pos for pos, _ in killers]  # in program order, so sorted
             seen: set[tuple[int, int]] = set()
             for i, (w, ew) in enumerate(touching):
                 if ew.mode != WRITE:
@@ -155,7 +157,7 @@ class DependenceFinder:
                         for kind, ms, md in KINDS:
                             if es.mode != ms or ed.mode != md or not _overlap(es, ed):
                                 continue
-                            if _killed(s, es, d, ed, killers):
+                            if _killed(s, es, d, ed, killers, kpos):
                                 continue
                             dep = self.dependence(kind, buffer, s, es, d, ed)
                             if dep is not None:
@@ -243,14 +245,14 @@ def _overlap(x: Effect, y: Effect) -> bool:
 
 
 def _killed(s: Statement, es: Effect, d: Statement, ed: Effect,
-            killers: list[tuple[int, tuple[int, int]]]) -> bool:
+            killers: list[tuple[int, tuple[int, int]]], kpos: list[int]) -> bool:
     """A dense exact write by a loop-free statement strictly between s and d covers the
-    bytes both touch."""
+    bytes both touch. `kpos`: the killers' positions (sorted), to look only between."""
     if es.box is None or ed.box is None:
         return False
     lo, hi = max(es.box[0], ed.box[0]), min(es.box[1], ed.box[1])
-    first, last = s.position[0], d.position[0]
-    return any(first < pos < last and box[0] <= lo and hi <= box[1] for pos, box in killers)
+    a, b = bisect.bisect_right(kpos, s.position[0]), bisect.bisect_left(kpos, d.position[0])
+    return any(box[0] <= lo and hi <= box[1] for _, box in killers[a:b])
 
 
 @functools.lru_cache(maxsize=4096)
