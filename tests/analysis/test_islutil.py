@@ -122,3 +122,15 @@ def test_covers_by_count_small_cases():
     assert not islutil.covers_by_count(evens, isl.Set("{ [x] : 0 <= x < 10 }"), 30_000)  # no box
     big = isl.Set("{ [x] : 0 <= x < 10000000 }")
     assert not islutil.covers_by_count(big, big, 30_000)  # over max_points: no answer
+
+
+def test_a_dense_write_covers_its_box_only_without_holes():
+    """dependences._covers_box: an exact write is a killer only if it writes every byte of
+    its [lo, hi]; a hole or a stride anywhere in the range says no."""
+    from sirius.analysis.uar.dependences import _covers_box
+
+    assert _covers_box("{ [x] : 0 <= x <= 1023 }", (0, 1023))
+    assert _covers_box("{ [x] : 0 <= x <= 511 or 512 <= x <= 1023 }", (0, 1023))
+    assert not _covers_box("{ [x] : 0 <= x <= 511 or 513 <= x <= 1023 }", (0, 1023))
+    assert not _covers_box("{ [x] : 0 <= x <= 1023 and x mod 4 < 2 }", (0, 1021))
+    assert not _covers_box("{ [x] : 0 <= x <= 1023 }", (0, 2047))
