@@ -130,10 +130,6 @@ def _global_subst(line: str, smem: dict[str, int]) -> str:
     return line
 
 
-
-
-
-
 # ---- functions --------------------------------------------------------------------------------
 def _instructions(fn: Function) -> Iterator[tuple[Instr, bool]]:
     """Every instruction with a flag: True for the first non-phi of its block."""
