@@ -165,3 +165,79 @@ def test_the_block_loops_copies_per_warp_resume_change_nothing(name, monkeypatch
         for k in plain.final:
             assert np.array_equal(plain.final[k], copies[order].final[k], equal_nan=True)
     assert not any("label %u" in ln for ln in block_loops()), name
+
+
+def _warp_chain_reference(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """programs/warp_chain.cu's first launch (full warps) on inputs x (float) and y (int),
+    with CUDA's shuffle rules written out for numpy (not the executor's code): down/up stay
+    inside their width's segment, xor below the width does, idx takes lane k of the
+    segment."""
+    f32 = np.float32
+    v, a = x.reshape(-1, 32), y.reshape(-1, 32)
+    lane = np.arange(32)
+
+    def down(x, d, w=32):
+        return x[:, np.where(lane % w + d < w, lane + d, lane)]
+
+    def up(x, d, w=32):
+        return x[:, np.where(lane % w >= d, lane - d, lane)]
+
+    def xor(x, k):
+        return x[:, lane ^ k]
+
+    def idx(x, k, w=32):
+        return x[:, (lane // w) * w + k % w]
+
+    s = v + down(v, 16)
+    s = s * f32(0.75) - xor(s, 8)
+    s = s + up(s, 3)
+    s = np.where(s < f32(4.0), s * f32(2.0), s - f32(1.0))
+    s = s - idx(s, 5)
+    b = a ^ xor(a, 1)
+    b = b + down(b, 2, 8)
+    b = (b << 1) | 1  # activemask of a full warp: bit 31 set
+    c = up(b * 3, 4, 8)
+    c = np.maximum(c, idx(c, 6, 16))
+    return (s + c.astype(f32) + v).reshape(-1), (b + c + a).reshape(-1)
+
+
+def test_lane_chains_compute_the_shuffles_and_change_nothing(monkeypatch):
+    """A full warp's pure steps between shuffles run as one lane chain (lanechain.py): the
+    values CUDA's rules give (numpy), in every order, and the same bytes and counters as lane by
+    lane (chains off); a launch with a 16-lane warp runs lane by lane either way."""
+    from sirius.runtime.cpu import device, jit, lanechain
+
+    name = "programs/warp_chain.cu"
+    program, kernels, host = analysed(name)
+
+    rng = np.random.default_rng(5)
+    inputs = {"d_in": rng.uniform(-6, 6, 256).astype(np.float32),
+              "d_iv": rng.integers(-1000, 1000, 256).astype(np.int32)}
+
+    def go(order):
+        return run_host_program(host, program, kernels, CpuDevice(order=order), seed=3,
+                                inputs=inputs, order=order)
+
+    def chain_functions() -> int:
+        (jm,) = [m for m in device._MODULES.values() if m.host.text.count("@__sirius_lanes_")]
+        return jm.host.text.count("define internal i32 @__sirius_vchain_")
+
+    monkeypatch.setattr(device, "_MODULES", {})
+    chained = {o: go(o) for o in ORDERS}
+    assert chain_functions() == 1
+    ref_f, ref_i = _warp_chain_reference(inputs["d_in"], inputs["d_iv"])
+    for order, r in chained.items():
+        assert r.final["d_outf"].tolist() == ref_f.tolist(), order
+        assert r.final["d_outi"].tolist() == ref_i.tolist(), order
+        assert set(r.final["d_outm"].tolist()) == {0xFFFFFFFF}
+        tail = r.final["d_outm2"][:96].reshape(2, 48)[:, 32:]
+        assert set(tail.reshape(-1).tolist()) == {0xFFFF}, order  # the 16-lane warps
+    monkeypatch.setattr(lanechain, "MAX_LINES", 0)
+    monkeypatch.setattr(jit, "_rewrite_digest", lambda: "no lane chains")
+    monkeypatch.setattr(device, "_MODULES", {})
+    for order in ORDERS:
+        plain = go(order)
+        assert counters(plain) == counters(chained[order]), order
+        for k in plain.final:
+            assert np.array_equal(plain.final[k], chained[order].final[k], equal_nan=True), k
+    assert chain_functions() == 0

@@ -166,6 +166,9 @@ def block_wrapper(index: int, loops: Loops) -> str:
     ops = dict(loops.warp_ops)
     chained = {st: x for st in uniform if st in ops
                for x in [_exchange(st, *ops[st])] if x is not None}
+    # lane chains (lanechain.py) where the loop has a copy to fall back on and goes on
+    # through completed operations
+    vchains = {st: body for st, body in loops.lane_chains if st in uniform} if chained else {}
     cases = " ".join(f"i32 {s}, label %u{s}" for s in uniform)
     lines = [f"define i32 @__sirius_block_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
              "i32 %count, ptr %tids, ptr %res, i32 %uniform, i32 %chain, ptr %rng) {",
@@ -176,13 +179,27 @@ def block_wrapper(index: int, loops: Loops) -> str:
              f"  switch i32 %uniform, label %any [ {cases} ]"]
     call = (f"call i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
             "i32 %count, ptr %tids, ptr %res, i32 {}, ptr %counts) alwaysinline")
+    came: list[str] = []  # the incoming (value, block) pairs of `next`'s phi
     for s in uniform:
-        lines += [f"u{s}:", f"  %r{s} = " + call.format(s)]
+        lines.append(f"u{s}:")
+        if s in vchains:  # one full warp: the chain, else lane by lane
+            lines += [f"  %vq{s}.a = icmp ne i32 %chain, 0",
+                      f"  %vq{s}.b = icmp eq i32 %count, 32",
+                      f"  %vq{s} = and i1 %vq{s}.a, %vq{s}.b",
+                      f"  br i1 %vq{s}, label %v{s}, label %u{s}.l",
+                      f"v{s}:",
+                      f"  %rv{s} = call i32 @__sirius_vchain_{k}_{s}(ptr %frames, ptr %list, "
+                      "ptr %res, ptr %rng)",
+                      "  br label %next", f"u{s}.l:"]
+            came += [f"[ 1, %v{s} ]", f"[ %r{s}, %u{s}.l ]"]
+        else:
+            came.append(f"[ %r{s}, %u{s} ]")
+        lines += [f"  %r{s} = " + call.format(s)]
         lines += ["  br label %next"] if chained else _counted_ret(f"%r{s}")
     if chained:  # after any copy: on through a completed warp operation, or back
         stops = " ".join(f"i32 {(st | WARP_STOP) - (1 << 32)}, label %x{st}" for st in chained)
         lines += ["next:",
-                  "  %r = phi i32 " + ", ".join(f"[ %r{s}, %u{s} ]" for s in uniform),
+                  "  %r = phi i32 " + ", ".join(came),
                   "  %same = icmp ne i32 %r, 0",
                   "  %chain1 = icmp ne i32 %chain, 0",
                   "  %go = and i1 %chain1, %same",
@@ -197,6 +214,9 @@ def block_wrapper(index: int, loops: Loops) -> str:
         for x in chained.values():
             lines += x
     lines += ["any:", "  %ra = " + call.format("%uniform"), *_counted_ret("%ra"), "}"]
+    for s, body in vchains.items():
+        lines += [f"define internal i32 @__sirius_vchain_{k}_{s}(ptr %frames, ptr %list, "
+                  "ptr %res, ptr %rng) noinline {", *body, "}"]
     return "\n".join(lines + [
         f"define internal i32 @__sirius_lanes_{k}(ptr %args, ptr %frames, i64 %fb, ptr %list, "
         "i32 %count, ptr %tids, ptr %res, i32 %uniform, ptr %counts) alwaysinline {",

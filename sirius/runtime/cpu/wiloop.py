@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from sirius.analysis.irtypes import TypeParseError, type_align, type_size
 from sirius.analysis.irview import Function, Instr
+from sirius.runtime.cpu import lanechain
 
 _TOK = re.compile(r'%("(?:[^"\\]|\\.)*"|[-\w.$]+)')
 _DEF = re.compile(r'\s*(%(?:"(?:[^"\\]|\\.)*"|[-\w.$]+)) = ')
@@ -91,6 +92,9 @@ class Loops:
     # where a thread resumes after a barrier (a round of the whole block resumes there when
     # the barrier releases it)
     barrier_states: tuple[int, ...] = ()
+    # warp state -> the body of its lane chain's function (lanechain.py): a full warp's pure
+    # steps from there, at once
+    lane_chains: tuple[tuple[int, tuple[str, ...]], ...] = ()
 
 
 @dataclass
@@ -355,6 +359,9 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
         offsets[v] = frame
         frame += size
     frame_bytes = max(64, (frame + 63) // 64 * 64)
+    warp_sites = {int(m.group(6)) for line in everything for m in [_WARP.search(line)] if m}
+    chains = lanechain.chains(blocks, live_at, remat, offsets, types, structs, frame_bytes,
+                              {s + 1 for s in warp_sites})
     slot = {v: f"%__wslot.{i}" for i, v in enumerate(sorted(demoted))}
     uid = [0]
 
@@ -510,4 +517,5 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 out.append(f"  store {types[d]} {_ref(d)}, ptr {slot[d]}")
     out.append("}")
     return Loops([_lower_align(line) for line in out], frame_bytes, tuple(sorted(warp_states)),
-                 tuple(sorted(warp_ops.items())), tuple(sorted(barrier_states)))
+                 tuple(sorted(warp_ops.items())), tuple(sorted(barrier_states)),
+                 tuple((st, tuple(body)) for st, body in sorted(chains.items())))
