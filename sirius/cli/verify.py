@@ -39,7 +39,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             return verify_on_gpu(res, device, args, say)
         rep = verify_fused(res.original, res, seed=args.seed, orders=orders, progress=say,
                            exact=args.exact, jobs=args.jobs, fail_fast=args.fail_fast,
-                           launch_progress=say.tick, head=ref.head if ref else None)
+                           launch_progress=say.tick, head=ref.head if ref else None,
+                           replay=not args.no_replay)
     finally:
         if ref is not None:
             ref.close()
@@ -97,6 +98,10 @@ def register(sub) -> None:
                          "another in this process)")
     vp.add_argument("--fail-fast", action="store_true",
                     help="stop at the first fused run that differs or faults")
+    vp.add_argument("--no-replay", action="store_true",
+                    help="run every launch in every order (default: the fused runs after the "
+                         "first order take the first order's result of a launch of a kernel "
+                         "the fusion did not make, where its inputs are the same)")
     vp.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                     help="cpu (default), or gpu: original and fused on the GPU, each against "
                          "the CPU executor's original and the fused against the GPU original")

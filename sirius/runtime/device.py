@@ -40,12 +40,17 @@ class LaunchStats:
     # count_flops: sirius/runtime/cpu/flops.py), else zeros; a megakernel's per segment too
     flops: tuple[int, int, int] = (0, 0, 0)
     segment_flops: tuple[tuple[int, int, int], ...] = ()
+    # `sirius verify`'s launch replay: the counts are the original's run of this launch, whose
+    # result was written instead of running it (sirius/verify/replay.py); `seconds` the replay's
+    replayed: bool = False
 
     def to_json(self) -> dict:
-        """Every field; the FLOPs only where they were counted."""
+        """Every field; the FLOPs only where they were counted, `replayed` only when true."""
         out = {k: getattr(self, k) for k in self.__slots__}
         if not any(self.flops):
             del out["flops"], out["segment_flops"]
+        if not self.replayed:
+            del out["replayed"]
         return out
 
 

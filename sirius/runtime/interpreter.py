@@ -182,8 +182,11 @@ class HostInterpreter:
                  module, seed: int = 0, inputs: dict[str, np.ndarray] | None = None,
                  opaque_trips: int = 3,
                  progress: Callable[[int, int], None] | None = None,
-                 dtypes: dict[str, np.dtype] | None = None):
+                 dtypes: dict[str, np.dtype] | None = None, replay=None):
         self.p = program
+        # launch replay (sirius/verify/replay.py): `replay.launch(kernel, grid, block, smem,
+        # args, run)` runs or replays each launch, `replay.host_wrote(buffer)` hears of host writes
+        self.replay = replay
         self.kernels = kernels  # mangled name -> KernelInfo
         self.dev = device
         self.module = module
@@ -291,6 +294,7 @@ class HostInterpreter:
             elif isinstance(op, Memset):
                 name, off = self._resolve(op.dst, env)
                 self.dev.memset(self.addr[name] + off, op.value, op.bytes.evaluate(env))
+                self._wrote(name)
             elif isinstance(op, Launch):
                 self._launch(op, env)
             elif isinstance(op, Sync):
@@ -308,6 +312,11 @@ class HostInterpreter:
         else:
             raw = _fill(_rng(self.seed, name), self.dtypes[name], op.bytes)
         self.dev.copy_to_device(addr, raw)
+        self._wrote(name)
+
+    def _wrote(self, name: str) -> None:
+        if self.replay is not None:
+            self.replay.host_wrote(name)
 
     def _copy(self, op: Copy, env) -> None:
         n = op.bytes.evaluate(env)
@@ -337,6 +346,7 @@ class HostInterpreter:
                 self._write(dname, doff, self._read(sname, soff, n, op), op)
             else:
                 self.dev.copy_device(self.addr[dname] + doff, self.addr[sname] + soff, n)
+                self._wrote(dname)
 
     def _write(self, name: str, off: int, data: np.ndarray, op: Copy) -> None:
         """Bytes into device buffer `name`, or into device variable `name` (`@coef`)."""
@@ -345,6 +355,7 @@ class HostInterpreter:
             self.dev.copy_to_symbol(self.module, name[1:], off, data)
         else:
             self.dev.copy_to_device(self.addr[name] + off, data)
+            self._wrote(name)
 
     def _read(self, name: str, off: int, n: int, op: Copy) -> np.ndarray:
         if name in self.symbols:
@@ -378,6 +389,7 @@ class HostInterpreter:
 
     def _launch(self, op: Launch, env) -> None:
         args = []
+        described: list[tuple] = []  # (buffer, offset, None) or (None, None, value)
         for a in op.args:
             if isinstance(a, BufferArg):
                 name, off = self._resolve(a.address, env)
@@ -385,16 +397,27 @@ class HostInterpreter:
                     raw = self.dev.copy_from_device(self.addr[name], self.sizes[name])
                     self.initial[name] = self._typed(name, raw)
                 args.append(self.addr[name] + off)
+                described.append((name, off, None))
             elif isinstance(a, ScalarArg):
                 v = a.value
                 args.append(v if isinstance(v, float) else v.evaluate(env))
+                described.append((None, None, args[-1]))
             elif isinstance(a, NullArg):
                 args.append(0)
+                described.append((None, None, 0))
         grid = tuple(g.evaluate(env) for g in op.grid)
         block = tuple(b.evaluate(env) for b in op.block)
         smem = op.smem.evaluate(env)
-        stats = self.dev.launch(self.module, op.mangled, grid, block, smem, args, loc=op.loc,
-                                name=op.kernel)
+        def run():
+            return self.dev.launch(self.module, op.mangled, grid, block, smem, args,
+                                   loc=op.loc, name=op.kernel)
+
+        if self.replay is None:
+            stats = run()
+        else:
+            desc = [("buffer", n, o, self.dev.view(self.addr[n], self.sizes[n]))
+                    if n is not None else ("value", v) for n, o, v in described]
+            stats = self.replay.launch(op.mangled, grid, block, smem, desc, run)
         static = self._static[id(op)]
         self.launches.append(LaunchRecord(len(self.launches), static, dict(env), stats))
         if getattr(self.dev, "trace", False):
@@ -464,14 +487,15 @@ def run_program(files, *, entry: str = "main", arch: str = "sm_80", flags=None, 
 
 def run_host_program(host_program: HostProgram, program, kernels, device, *, seed: int = 0,
                      inputs=None, opaque_trips: int = 3, progress=None,
-                     order: str = "forward", dtypes=None) -> RunResult:
+                     order: str = "forward", dtypes=None, replay=None) -> RunResult:
     """Run `host_program` on `device`; `program` supplies the device module (`device_ir`,
     `device_module`, `files`), `kernels` the KernelInfo facts (for buffer dtypes; `dtypes`
-    overrides them by buffer name)."""
+    overrides them by buffer name; `replay` runs or replays each launch, as
+    HostInterpreter says)."""
     module = device.load_module(program, data_bytes=host_program.data_bytes())
     interp = HostInterpreter(host_program, {k.mangled: k for k in kernels}, device, module,
                              seed=seed, inputs=inputs, opaque_trips=opaque_trips,
-                             progress=progress, dtypes=dtypes)
+                             progress=progress, dtypes=dtypes, replay=replay)
     t0 = time.perf_counter()
     interp.run()
     return RunResult(host_program, device.name, seed, order, interp.dtypes, interp.initial,

@@ -15,6 +15,7 @@ rep.ok; rep.status; rep.rows; print(rep.render()); rep.to_json()
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -24,6 +25,7 @@ import numpy as np
 from sirius.verify.compare import TOLERANCES, Comparison, compare, tol_text, tolerance_text
 from sirius.verify.counters import Counters
 from sirius.verify.observe import Compared, Observation, as_original, observe, observed
+from sirius.verify.replay import ReplaySetup, replay_kernels
 from sirius.verify.result import OrderDependence, VerifyReport, VerifyRow
 from sirius.verify.runs import (
     HeadStart,
@@ -87,7 +89,8 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
                  progress: Callable[[str], None] | None = None, jobs: int | None = 1,
                  fail_fast: bool = False,
                  launch_progress: Callable[[str], None] | None = None,
-                 keep: Collection[str] = (), head: HeadStart | None = None) -> VerifyReport:
+                 keep: Collection[str] = (), head: HeadStart | None = None,
+                 replay: bool = True) -> VerifyReport:
     """Run `original` in the first of `original_orders` (no bounds checks; the reference) and
     `fused` under every order of `orders`, on the same seeded inputs, and compare the
     observable buffers. The original runs in the other `original_orders` only when a fused run
@@ -109,7 +112,9 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
     initial and final contents come back as well, in `rep.first_runs` (the original's reference
     run and the fused run in the first order), for a caller that checks them another way.
     `head`: the reference run, started ahead (`start_reference`); used when it is that run with
-    these inputs and keeps every buffer compared, else ended and run again here."""
+    these inputs and keeps every buffer compared, else ended and run again here. `replay`:
+    the fused runs after the first order take the first order's result of a launch of a kernel
+    the fusion did not make, on the same inputs (sirius/verify/replay.py)."""
     say = progress or (lambda _line: None)
     t0 = time.perf_counter()
     first, *others = original_orders
@@ -139,6 +144,15 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
             and head.ctx.dtypes == ctx.dtypes):
         head.close()
         head = None
+    setup, why_not = None, {}
+    if replay and len(orders) > 1:
+        launched = {op.mangled for op in fused.host.launches()}
+        kernels_ok, why_not = replay_kernels(original.program.device_ir, prog.device_ir)
+        kernels_ok = kernels_ok & launched
+        why_not = {k: w for k, w in why_not.items() if k in launched}
+        if kernels_ok:
+            setup = ReplaySetup.new(kernels_ok)
+            ctx = dataclasses.replace(ctx, replay=setup)
     tick = launch_progress or (lambda _line: None)
     if head is not None and jobs is None:
         # the reference runs already: every fused order in a worker of its own, all at once,
@@ -201,54 +215,59 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
         return True
 
     checked = ", bounds checked" if check_bounds else ""
-    with runner:
-        if head is not None:
-            runner.adopt(head)
-        else:
-            runner.submit(RunSpec("original", first), f"running the original program "
-                          f"({first} order, seed {seed})")
-        for order in second:
-            asked.add(order)
-            runner.submit(RunSpec("original", order), "running the original program again "
-                          f"({order} order): is it deterministic?")
-        for order in orders:
-            runner.submit(RunSpec("fused", order, check_bounds),
-                          f"running the fused program ({order} order{checked})")
-        waiting: list[str] = []
-        stopped = False
-        for spec, out in runner.results():
-            if spec.side == "original":
-                out.raise_error()  # the reference must run
-                originals[spec.order] = out
-                if (spec.order in (first, *second) and second
-                        and all(o in originals for o in (first, *second))):
-                    for o in second:
-                        for d in _order_dependence(originals[first], originals[o], names,
-                                                   exact):
-                            dependent.setdefault(d.buffer, d)
-                    if dependent:
-                        say("  the original is order-dependent in " + ", ".join(dependent))
-                        # the orders compared before this was known: again, same-order there
-                        again = [o for o in rows if o not in faults]
-                        for o in again:
-                            del rows[o]
-                        waiting = again + waiting
+    try:
+        with runner:
+            if head is not None:
+                runner.adopt(head)
             else:
-                got[spec.order] = out
-                waiting.append(spec.order)
-            if first not in originals or not all(o in originals for o in second):
-                continue
-            waiting = [o for o in waiting if not compare_order(o)]
-            if fail_fast and (faults or any(r.failed for rs in rows.values() for r in rs)):
-                stopped = True
-                break
-        if stopped:
-            left = [o for o in orders if o not in rows]
-            runner.cancel()
-            if left:
-                runner.notes.append("--fail-fast: stopped at the first mismatch; not run: "
-                                    + ", ".join(left))
-                say("  " + runner.notes[-1])
+                runner.submit(RunSpec("original", first), f"running the original program "
+                              f"({first} order, seed {seed})")
+            for order in second:
+                asked.add(order)
+                runner.submit(RunSpec("original", order), "running the original program again "
+                              f"({order} order): is it deterministic?")
+            for order in orders:
+                role = "" if setup is None else "record" if order == orders[0] else "play"
+                runner.submit(RunSpec("fused", order, check_bounds, role),
+                              f"running the fused program ({order} order{checked})")
+            waiting: list[str] = []
+            stopped = False
+            for spec, out in runner.results():
+                if spec.side == "original":
+                    out.raise_error()  # the reference must run
+                    originals[spec.order] = out
+                    if (spec.order in (first, *second) and second
+                            and all(o in originals for o in (first, *second))):
+                        for o in second:
+                            for d in _order_dependence(originals[first], originals[o], names,
+                                                       exact):
+                                dependent.setdefault(d.buffer, d)
+                        if dependent:
+                            say("  the original is order-dependent in " + ", ".join(dependent))
+                            # the orders compared before this was known: again, same-order there
+                            again = [o for o in rows if o not in faults]
+                            for o in again:
+                                del rows[o]
+                            waiting = again + waiting
+                else:
+                    got[spec.order] = out
+                    waiting.append(spec.order)
+                if first not in originals or not all(o in originals for o in second):
+                    continue
+                waiting = [o for o in waiting if not compare_order(o)]
+                if fail_fast and (faults or any(r.failed for rs in rows.values() for r in rs)):
+                    stopped = True
+                    break
+            if stopped:
+                left = [o for o in orders if o not in rows]
+                runner.cancel()
+                if left:
+                    runner.notes.append("--fail-fast: stopped at the first mismatch; not run: "
+                                        + ", ".join(left))
+                    say("  " + runner.notes[-1])
+    finally:
+        if setup is not None:
+            setup.remove()
     ref = originals[first]
     done = [o for o in orders if o in rows]
     launches = tuple((o, len(got[o].launches)) for o in done if got[o].error is None)
@@ -262,7 +281,10 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
                         tuple(dependent.values()), Counters.of(ref.launches), fused_counts,
                         prep, seen.compared, seen.skipped, tuple(runner.notes),
                         runner.workers, tuple(o for o in orders if o not in rows),
-                        (ref, got.get(orders[0])) if keep else None)
+                        (ref, got.get(orders[0])) if keep else None,
+                        tuple((o, got[o].replayed) for o, _ in launches if got[o].replayed),
+                        tuple(sorted(setup.kernels)) if setup is not None else (),
+                        tuple(sorted(why_not.items())))
 
 
 def _prepare_counters(original, fused, ref, run):

@@ -120,6 +120,12 @@ class VerifyReport:
     # verify_fused(keep=...): the original's reference run and the fused run in the first
     # order (None where it did not finish), with the kept buffers' contents (not in to_json)
     first_runs: tuple[object, object] | None = None
+    # launch replay (sirius/verify/replay.py): (order, launches it took from the fused run in
+    # the first order) of completed runs, the kernels that could be replayed, and (kernel, why
+    # not) for the original's other kernels in the fused module
+    replayed: tuple[tuple[str, int], ...] = ()
+    replay_kernels: tuple[str, ...] = ()
+    not_replayed: tuple[tuple[str, str], ...] = ()
 
     def counters(self) -> dict:
         """`{"original": {...}, "fused": {...}, "ratio": {...}}` (fused / original); a side
@@ -172,8 +178,15 @@ class VerifyReport:
             "order_dependent": [d.to_json() for d in self.order_dependent],
             "faults": [{"order": o, "message": m} for o, m in self.faults],
             "rows": [r.to_json() for r in self.rows], "counters": self.counters(),
-            "seconds": round(self.seconds, 3),
+            "replay": self.replay_json(), "seconds": round(self.seconds, 3),
         }
+
+    def replay_json(self) -> dict:
+        """Launch replay: the launches each fused run in a later order replayed, the kernels
+        it could replay, and why the original's other kernels in the fused module could not
+        be."""
+        return {"launches": dict(self.replayed), "kernels": list(self.replay_kernels),
+                "not_replayed": dict(self.not_replayed)}
 
     def brief(self) -> dict:
         """Which check ran and what it found, for plan.json."""
@@ -187,7 +200,8 @@ class VerifyReport:
             "order_dependent": [d.buffer for d in self.order_dependent],
             "failed": [r.mismatch_line() for r in self.failed()],
             "faults": [f"{o}: {m}" for o, m in self.faults],
-            "counters": self.counters(), "seconds": round(self.seconds, 3),
+            "counters": self.counters(), "replay": self.replay_json(),
+            "seconds": round(self.seconds, 3),
         }
 
     def verdict(self) -> str:
@@ -235,6 +249,11 @@ class VerifyReport:
             lines.append(f"original run once ({runs} order): every fused run agreed with it, "
                          "so its determinism was not checked (a second run is made when one "
                          "differs)" if not self.failed() else f"original run once ({runs} order)")
+        if self.replayed:
+            per = ", ".join(f"{o}: {n}" for o, n in self.replayed)
+            lines.append(f"replayed launches ({per}): launches of {len(self.replay_kernels)} "
+                         "kernel(s) the fusion did not make, on inputs equal to the first "
+                         "order's, took the first order's result (--no-replay runs them)")
         lines += [f"seed {self.seed}; compared: {self.output_rule}; "
                   f"check bounds: {'on' if self.check_bounds else 'off'}",
                   f"tolerance: {tolerance_text(self.exact)}"]

@@ -36,6 +36,7 @@ import numpy as np
 
 from sirius.diagnostics import Location, SiriusError
 from sirius.procs import die_with_parent
+from sirius.verify.replay import Player, Recorder, ReplaySetup
 
 __all__ = ["HeadStart", "LazyProgram", "RunContext", "RunOutput", "RunSpec", "Runner"]
 
@@ -52,6 +53,7 @@ class RunContext:
     dtypes: dict[str, np.dtype]
     keep: dict[str, frozenset[str]]  # side -> buffers whose final contents come back
     keep_initial: frozenset[str] = frozenset()  # buffers whose initial contents come back
+    replay: ReplaySetup | None = None  # the fused runs' launch replay (sirius/verify/replay.py)
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ class RunSpec:
     side: str  # "original" or "fused"
     order: str
     check_bounds: bool = False
+    # launch replay (sirius/verify/replay.py): "record" (the leader, the fused run in the first
+    # order), "play" (a fused run in a later order) or "" (neither)
+    replay: str = ""
 
     @property
     def key(self) -> str:
@@ -74,6 +79,7 @@ class RunOutput:
     initial: dict[str, np.ndarray] = field(default_factory=dict)
     launches: list = field(default_factory=list)
     seconds: float = 0.0
+    replayed: int = 0  # launches replayed from the leader's records
     error: tuple[str, Location | None, tuple[str, ...]] | None = None
     ticks: list[tuple[str, int, int]] = field(default_factory=list)  # a worker's progress
 
@@ -135,17 +141,25 @@ def _run(spec: RunSpec, jobs: int | None, tick: Callable[[str, int, int], None] 
     dev = CpuDevice(order=spec.order, seed=ctx.seed, jobs=jobs, check_bounds=spec.check_bounds,
                     progress=bar)
     report = None if tick is None else (lambda done, total: tick(spec.key, done, total))
+    hook = None
+    if ctx.replay is not None and spec.replay:
+        kind = Recorder if spec.replay == "record" else Player
+        hook = kind(ctx.replay, prog.device_ir, spec.check_bounds)
     t0 = time.perf_counter()
     try:
         r = run_host_program(host, prog, ctx.kernels[spec.side], dev, seed=ctx.seed,
-                             order=spec.order, dtypes=ctx.dtypes, progress=report)
+                             order=spec.order, dtypes=ctx.dtypes, progress=report,
+                             replay=hook)
     except SiriusError as e:
         return RunOutput(seconds=time.perf_counter() - t0,
                          error=(e.message, e.loc, tuple(e.notes)))
+    finally:
+        if isinstance(hook, Recorder):
+            hook.finish()
     keep = ctx.keep[spec.side]
     return RunOutput({k: v for k, v in r.final.items() if k in keep},
                      {k: v for k, v in r.initial.items() if k in ctx.keep_initial},
-                     r.launches, r.seconds)
+                     r.launches, r.seconds, hook.replayed if isinstance(hook, Player) else 0)
 
 
 def _worker(spec: RunSpec, jobs: int) -> RunOutput:

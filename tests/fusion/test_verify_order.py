@@ -77,7 +77,8 @@ def test_scatter_with_colliding_indices_nothing_fused() -> None:
 
     res = fused(SCATTER)
     assert res.launches_before == res.launches_after == 1 and not res.fused
-    rep = verify_fused(res.original, res, seed=7)
+    # every launch in every order (--no-replay): the original's own race shows
+    rep = verify_fused(res.original, res, seed=7, replay=False)
     assert rep.status == "original-order-dependent" and rep.exit_status == 3
     assert rep.failed() == [] and not rep.faults
     o = res.original
@@ -150,3 +151,21 @@ def test_a_difference_runs_the_original_again_before_it_is_blamed() -> None:
     assert sum(line.startswith("running the original program again (reverse order)")
                for line in lines) == 1
     assert "original run in forward and reverse order: deterministic" in rep.render()
+
+
+def test_launch_replay_takes_the_first_orders_result_of_a_kernel_the_fusion_did_not_make():
+    """By default the fused runs after the first order take the first order's result of a
+    launch of a kernel the fusion did not make, on the same inputs (sirius/verify/replay.py):
+    the scatter kernel is the original's, so its race is not run again and verify is about the
+    fusion only; the report says what was replayed. A fused kernel always runs (race.cu: the
+    racing kernel is fused, and the race still shows)."""
+    res = fused(SCATTER)
+    rep = verify_fused(res.original, res, seed=7)
+    assert rep.status == "ok" and not rep.order_dependent
+    assert rep.replayed == (("reverse", 1), ("random:1", 1))
+    assert rep.replay_kernels == ("_Z7scatterPKjPKfPfi",)
+    assert "replayed launches (reverse: 1, random:1: 1)" in rep.render()
+    race = fused(RACE)
+    assert race.fused
+    rep = verify_fused(race.original, race, seed=7)
+    assert rep.status == "original-order-dependent" and not rep.replayed
