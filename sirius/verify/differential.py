@@ -146,12 +146,14 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
         head = None
     setup, why_not = None, {}
     if replay and len(orders) > 1:
-        launched = {op.mangled for op in fused.host.launches()}
+        static = [op.mangled for op in fused.host.launches()]
         kernels_ok, why_not = replay_kernels(original.program.device_ir, prog.device_ir)
-        kernels_ok = kernels_ok & launched
-        why_not = {k: w for k, w in why_not.items() if k in launched}
+        kernels_ok = kernels_ok & set(static)
+        why_not = {k: w for k, w in why_not.items() if k in static}
         if kernels_ok:
-            setup = ReplaySetup.new(kernels_ok)
+            # most launches replayed: the followers mostly wait, the leader takes the cores
+            most = 2 * sum(k in kernels_ok for k in static) >= len(static)
+            setup = ReplaySetup.new(kernels_ok, most)
             ctx = dataclasses.replace(ctx, replay=setup)
     tick = launch_progress or (lambda _line: None)
     if head is not None and jobs is None:

@@ -130,15 +130,18 @@ class ReplaySetup:
 
     directory: str
     kernels: frozenset[str] = frozenset()
+    # the followers replay most launches (they mostly wait): the leader's forward order may
+    # spread its blocks over every core instead of its share
+    leader_cores: bool = False
 
     @staticmethod
-    def new(kernels: frozenset[str]) -> ReplaySetup:
+    def new(kernels: frozenset[str], leader_cores: bool = False) -> ReplaySetup:
         """A new directory, marked as having a leader to come (this process's id until the
         leader's own replaces it): a follower that starts first waits for its records."""
         d = tempfile.mkdtemp(prefix="sirius-replay-")
         with open(os.path.join(d, "leader"), "w") as f:
             f.write(str(os.getpid()))
-        return ReplaySetup(d, kernels)
+        return ReplaySetup(d, kernels, leader_cores)
 
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -317,8 +317,12 @@ class Runner:
             return
         self.started(self.messages[spec])
         try:
-            # each worker's forward order uses its share of the cores
+            # each worker's forward order uses its share of the cores; a leader whose
+            # followers replay most of its launches, all of them (sirius/verify/replay.py)
             jobs = max(1, (os.cpu_count() or 1) // self.workers)
+            if spec.replay == "record" and self.ctx.replay is not None \
+                    and self.ctx.replay.leader_cores:
+                jobs = os.cpu_count() or 1
             self.futures[self.pool.submit(_worker, spec, jobs)] = spec
         except Exception as e:  # noqa: BLE001 - no worker started (a context that does not
             # pickle, no processes left): every run goes on here, as without a pool
