@@ -151,8 +151,10 @@ def verify_fused(original, fused, *, seed: int = 7, orders: Sequence[str] = ORDE
         kernels_ok = kernels_ok & set(static)
         why_not = {k: w for k, w in why_not.items() if k in static}
         if kernels_ok:
-            # most launches replayed: the followers mostly wait, the leader takes the cores
-            most = 2 * sum(k in kernels_ok for k in static) >= len(static)
+            # three quarters of the launches replayed: the followers mostly wait, and the
+            # leader takes the cores (at a half, paper deepspeech2's followers still ran 200
+            # fused launches each, and a leader on both cores made its verify slower)
+            most = 4 * sum(k in kernels_ok for k in static) >= 3 * len(static)
             setup = ReplaySetup.new(kernels_ok, most)
             ctx = dataclasses.replace(ctx, replay=setup)
     tick = launch_progress or (lambda _line: None)
