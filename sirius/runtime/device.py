@@ -40,8 +40,9 @@ class LaunchStats:
     # count_flops: sirius/runtime/cpu/flops.py), else zeros; a megakernel's per segment too
     flops: tuple[int, int, int] = (0, 0, 0)
     segment_flops: tuple[tuple[int, int, int], ...] = ()
-    # `sirius verify`'s launch replay: the counts are the original's run of this launch, whose
-    # result was written instead of running it (sirius/verify/replay.py); `seconds` the replay's
+    # `sirius verify`'s launch replay: the counts are the first order's run of this launch,
+    # whose result was written instead of running it (sirius/verify/replay.py); `seconds` the
+    # replay's
     replayed: bool = False
 
     def to_json(self) -> dict:
