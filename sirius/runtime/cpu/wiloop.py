@@ -176,8 +176,11 @@ def _succs(term: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r'label %("(?:[^"\\]|\\.)*"|[-\w.$]+)', term)]
 
 
-def _liveness(blocks: list[_Block], labels: set[str]) -> dict[str, set[str]]:
-    """Live-out sets of every block (phi operands live out of their incoming block)."""
+def _liveness(blocks: list[_Block], labels: set[str],
+              uses=None) -> dict[str, set[str]]:
+    """Live-out sets of every block (phi operands live out of their incoming block); `uses`
+    (line -> the labels it reads) where the caller keeps them."""
+    uses = uses or (lambda line: _uses(line, labels))
     by = {b.label: b for b in blocks}
     phi_out: dict[str, set[str]] = {b.label: set() for b in blocks}
     gen: dict[str, set[str]] = {}
@@ -197,7 +200,7 @@ def _liveness(blocks: list[_Block], labels: set[str]) -> dict[str, set[str]]:
             if d is not None:
                 k.add(d)
                 g.discard(d)
-            g |= _uses(line, labels)
+            g |= uses(line)
         gen[b.label], kill[b.label] = g, k
     succ = {b.label: [s for s in _succs(b.lines[-1]) if s in by] for b in blocks}
     live_in = {b.label: set(gen[b.label]) for b in blocks}
@@ -252,6 +255,14 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if d is not None:
                 def_line[d] = line
     labels = set(def_line)  # the values a line may read (not types, labels or arguments)
+    read_by: dict[str, set[str]] = {}  # line -> the labels it reads (asked four times a line)
+
+    def uses(line: str) -> set[str]:
+        got = read_by.get(line)
+        if got is None:
+            got = read_by[line] = _uses(line, labels)
+        return got
+
     everything = [line for b in blocks for line in b.lines]
     read: set[str] | None = None  # every value some line reads, once a barrier has a result
 
@@ -282,7 +293,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if bm:
                 d = _def(line)
                 if d is not None and read is None:
-                    read = set().union(*(_uses(other, labels) for other in everything))
+                    read = set().union(*(uses(other) for other in everything))
                 if bm.groups()[:2] != ("0", "0") or bm.group(4) != "0" or (
                         d is not None and d in read):
                     return None  # a named, counted or reducing barrier: fibers
@@ -295,7 +306,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
         return None
 
     # values live just after a barrier
-    live_out = _liveness(blocks, labels)
+    live_out = _liveness(blocks, labels, uses)
     live_at: dict[int, set[str]] = {}  # site -> live names
     for b in blocks:
         live = set(live_out[b.label])
@@ -307,7 +318,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             if d is not None:
                 live.discard(d)
             if " phi " not in line:
-                live |= _uses(line, labels)
+                live |= uses(line)
     demoted: set[str] = set()
     for live in live_at.values():
         demoted |= live - args - set(allocas)
@@ -333,7 +344,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
             callee = ins.callee if ins.opcode == "call" else None
             if ins.opcode in _PURE or (callee is not None and _SREG.match(callee.name)):
                 out = []
-                for u in sorted(_uses(def_line[v], labels)):
+                for u in sorted(uses(def_line[v])):
                     if u in args or u in allocas:
                         continue
                     sub = chain(u)
@@ -375,7 +386,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
     def load_uses(line: str) -> tuple[list[str], str]:
         pre = []
         d = _def(line)
-        for v in sorted(_uses(line, labels) & demoted):
+        for v in sorted(uses(line) & demoted):
             if v == d:
                 continue
             t = tmp()
