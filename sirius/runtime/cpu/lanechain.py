@@ -164,7 +164,7 @@ def chains(blocks: list, live_at: dict[int, set[str]], remat: set[str],
             continue  # no pure step here, or the chain of an earlier state runs this one
         chain = [steps[s]]
         while len(chain) < MAX_STEPS and exchanged(chain[-1].stop) is not None:
-            nxt = step(chain[-1].stop.site + 1)
+            nxt = steps.get(chain[-1].stop.site + 1)
             if nxt is None or sum(len(x.lines) for x in chain) + len(nxt.lines) > MAX_LINES:
                 break
             chain.append(nxt)
