@@ -389,7 +389,8 @@ class HostInterpreter:
 
     def _launch(self, op: Launch, env) -> None:
         args = []
-        described: list[tuple] = []  # (buffer, offset, None) or (None, None, value)
+        # for launch replay (sirius/verify/replay.py): each argument as the replay hashes it
+        desc: list[tuple] | None = [] if self.replay is not None else None
         for a in op.args:
             if isinstance(a, BufferArg):
                 name, off = self._resolve(a.address, env)
@@ -397,26 +398,30 @@ class HostInterpreter:
                     raw = self.dev.copy_from_device(self.addr[name], self.sizes[name])
                     self.initial[name] = self._typed(name, raw)
                 args.append(self.addr[name] + off)
-                described.append((name, off, None))
-            elif isinstance(a, ScalarArg):
+                if desc is not None:
+                    desc.append(("buffer", name, off,
+                                 self.dev.view(self.addr[name], self.sizes[name])))
+                continue
+            if isinstance(a, ScalarArg):
                 v = a.value
                 args.append(v if isinstance(v, float) else v.evaluate(env))
-                described.append((None, None, args[-1]))
             elif isinstance(a, NullArg):
                 args.append(0)
-                described.append((None, None, 0))
+            else:
+                continue
+            if desc is not None:
+                desc.append(("value", args[-1]))
         grid = tuple(g.evaluate(env) for g in op.grid)
         block = tuple(b.evaluate(env) for b in op.block)
         smem = op.smem.evaluate(env)
+
         def run():
             return self.dev.launch(self.module, op.mangled, grid, block, smem, args,
                                    loc=op.loc, name=op.kernel)
 
-        if self.replay is None:
+        if desc is None:
             stats = run()
         else:
-            desc = [("buffer", n, o, self.dev.view(self.addr[n], self.sizes[n]))
-                    if n is not None else ("value", v) for n, o, v in described]
             stats = self.replay.launch(op.mangled, grid, block, smem, desc, run)
         static = self._static[id(op)]
         self.launches.append(LaunchRecord(len(self.launches), static, dict(env), stats))
