@@ -124,6 +124,9 @@ def add_parser(sub, light: bool = False) -> argparse.ArgumentParser:
                     help="input sets rotated between runs (default 4; fewer if memory is short)")
     sp.add_argument("--no-graphs", action="store_true", help="no CUDA-graph modes")
     sp.add_argument("--no-flush", action="store_true", help="do not flush L2 between runs")
+    sp.add_argument("--per-launch", action="store_true",
+                    help="also time every launch of the eager runs (an event after each "
+                         "operation; what `sirius tune --measure` uses; JSON: launch_timings)")
     sp.add_argument("--check-only", action="store_true",
                     help="run both programs once and compare; no timing")
     sp.add_argument("--exact", action="store_true", help="demand bitwise equality")
@@ -253,7 +256,7 @@ def _bench(carried, args: argparse.Namespace, say, device=None) -> int:
     else:
         config = BenchConfig(runs=args.runs, warmup=args.warmup, input_sets=args.input_sets,
                              seed=carried.seed, flush_l2=not args.no_flush,
-                             graphs=not args.no_graphs,
+                             graphs=not args.no_graphs, per_launch=args.per_launch,
                              opaque_trips=int(carried.meta.get("opaque_trips", 3)))
         result = bench(carried.sides(), config, device=device, progress=say)
         runs = result.runs

@@ -131,7 +131,7 @@ def test_bench_from_carried_directory(carried_dir: Path, monkeypatch, capsys) ->
     fake = CpuBackedDriver([res.original.program, fused_ir])
     monkeypatch.setattr(driver, "_DRIVERS", {0: fake})
     status = main(["--from", str(out), "--runs", "3", "--warmup", "1", "--input-sets", "2",
-                   "--json"])
+                   "--per-launch", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert status == 0 and doc["ok"], doc["check"]
     assert {r["against"] for r in doc["check"]} == {"CPU executor", "GPU original"}
@@ -140,6 +140,10 @@ def test_bench_from_carried_directory(carried_dir: Path, monkeypatch, capsys) ->
     assert set(bench["timings"]) == {"original", "original_graph", "fused", "fused_graph"}
     assert bench["programs"]["original"]["launches"] == res.launches_before
     assert bench["programs"]["fused"]["launches"] == res.launches_after
+    # --per-launch: every launch of both programs timed on its own, in the same runs
+    for side, n in (("original", res.launches_before), ("fused", res.launches_after)):
+        rows = bench["launch_timings"][side]
+        assert len(rows) == n and all(r["runs"] == 3 and r["median_us"] >= 0 for r in rows)
     assert not fake.mem and not fake.cpu.memory.allocs  # everything given back
 
 
