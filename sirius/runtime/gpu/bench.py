@@ -274,7 +274,15 @@ def bench(sides: dict[str, BenchProgram], config: BenchConfig | None = None,
             graph_api = drv.graph_api
         except GpuError as e:
             notes.append(f"no CUDA-graph timings: {e.message}")
+            try:  # a capture that failed half-way leaves the stream capturing: end it
+                drv.end_capture(stream)
+            except GpuError:
+                pass
+            for gs in graphs.values():
+                for g in gs:
+                    drv.graph_free(g)
             graphs = {}
+            stream = drv.stream()
     flush = max(2 * device.info.l2_bytes, 8 << 20) if config.flush_l2 else 0
     flush_buf = device.alloc(flush, "l2-flush") if flush else 0
     modes: list[tuple[str, Callable[[int], None]]] = []

@@ -63,7 +63,8 @@ class FakeDriver:
     def __init__(self, kernels: dict | None = None, *, info: DeviceInfo = INFO,
                  costs: dict[str, float] | None = None, launch_us: float = 5.0,
                  graph_us: float = 3.0, max_active: int = 4, static_smem: int = 0,
-                 free_bytes: int = 1 << 34, can_capture: bool = True):
+                 free_bytes: int = 1 << 34, can_capture: bool = True,
+                 capture_fails: str = ""):
         self.info = info
         self.kernels = kernels or {}
         self.costs = costs or {}
@@ -72,6 +73,7 @@ class FakeDriver:
         self.static = static_smem
         self.free_bytes = free_bytes
         self.can_capture = can_capture
+        self.capture_fails = capture_fails  # a kernel whose launch fails while captured
         self.mem: dict[int, np.ndarray] = {}
         self.next = 0x7F00_0000_0000
         self.calls: list[tuple] = []
@@ -122,6 +124,8 @@ class FakeDriver:
         """Run `op` now, or keep it in the graph being captured on `stream`."""
         self.calls.append(op + (None if stream is None else stream.n,))
         if stream is not None and stream.n in self.capturing:
+            if op[0] == "launch" and op[1].name == self.capture_fails:
+                raise GpuError(f"fake: {op[1].name} cannot be launched while a stream is captured")
             self.capturing[stream.n].ops.append(op)
         else:
             self._run(op, eager=True)
@@ -229,6 +233,8 @@ class FakeDriver:
 
     def end_capture(self, stream: FakeStream) -> FakeGraph:
         self.calls.append(("end_capture", stream.n))
+        if stream.n not in self.capturing:
+            raise GpuError("fake: cuStreamEndCapture on a stream that is not capturing")
         return self.capturing.pop(stream.n)
 
     def graph_launch(self, graph: FakeGraph, stream: FakeStream) -> None:

@@ -155,6 +155,17 @@ def test_without_graph_capture_the_eager_modes_remain() -> None:
     assert res.ratios == pytest.approx({"speedup_fused_vs_original": 1.5})
 
 
+def test_a_capture_that_fails_half_way_leaves_the_eager_modes() -> None:
+    """A launch refused during capture (the fused kernel here) ends that capture; the eager
+    modes then run on a fresh stream, and the graphs captured before are given back."""
+    dev, drv = fake(capture_fails="axpy3")
+    res = bench(sides(), BenchConfig(runs=3, warmup=0, input_sets=1), device=dev)
+    assert set(res.timings) == {"original", "fused"} and not drv.capturing
+    assert any("cannot be launched while a stream is captured" in n for n in res.notes)
+    assert res.ratios == pytest.approx({"speedup_fused_vs_original": 1.5})
+    assert len([c for c in drv.calls if c[0] == "graph_free"]) == 1  # the original's
+
+
 def test_input_sets_shrink_to_fit_memory() -> None:
     per_set = 2 * 3 * 4 * N  # both programs, three buffers each
     dev, _ = fake(free_bytes=int(2.5 * per_set))
