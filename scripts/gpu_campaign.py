@@ -46,7 +46,10 @@ def _worker(out: Path, bench_args: list[str], dirs: list[str]) -> int:
         err = io.StringIO()
         try:
             with contextlib.redirect_stderr(err):
-                rc = main(["--from", d, "--json", "-o", str(out / f"{name}.json"), *bench_args])
+                save = (["--save-outputs", str(out / f"{name}.npz")]
+                        if "--save" in bench_args else [])
+                rc = main(["--from", d, "--json", "-o", str(out / f"{name}.json"), *save,
+                           *[a for a in bench_args if a != "--save"]])
         except BaseException as e:  # noqa: BLE001 - a crash of one program is its result
             rc = 3
             err.write(f"\n{type(e).__name__}: {e}")
@@ -71,12 +74,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default="",
                     help="comma-separated variant folders in the order to run them "
                          "(default: every folder, sorted)")
+    ap.add_argument("--only", default="",
+                    help="comma-separated VARIANT__STEM names: bench these alone")
+    ap.add_argument("--check-only", action="store_true",
+                    help="run both programs once and compare (no timing)")
+    ap.add_argument("--save", action="store_true",
+                    help="also write each program's GPU outputs to OUT_DIR/VARIANT__STEM.npz")
     ap.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    bench_args = ["--per-launch", "--runs", str(args.runs), "--warmup", str(args.warmup),
-                  "--input-sets", str(args.input_sets)]
+    bench_args = (["--check-only"] if args.check_only else
+                  ["--per-launch", "--runs", str(args.runs), "--warmup", str(args.warmup),
+                   "--input-sets", str(args.input_sets)]) + (["--save"] if args.save else [])
     if args.worker is not None:
         return _worker(out, bench_args, args.worker)
 
@@ -85,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
                 else sorted(v for v in root.iterdir() if v.is_dir()))
     todo = [str(d) for v in variants
             for d in sorted(v.iterdir()) if (d / "carry.json").exists()]
+    if args.only:
+        todo = [d for d in todo if _name(Path(d)) in args.only.split(",")]
     t_start = time.monotonic()
     summary: dict[str, dict] = {}
     while todo:
@@ -93,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
             break
         cmd = [sys.executable, __file__, args.carry_root, args.out_dir,
                "--runs", str(args.runs), "--warmup", str(args.warmup),
-               "--input-sets", str(args.input_sets), "--worker", *todo]
+               "--input-sets", str(args.input_sets),
+               *(["--check-only"] if args.check_only else []),
+               *(["--save"] if args.save else []), "--worker", *todo]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         lines: queue.Queue = queue.Queue()

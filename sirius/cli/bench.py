@@ -21,6 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from sirius.cli.common import Reporter, print_table, report_args
 from sirius.diagnostics import SiriusError
 
@@ -130,6 +132,9 @@ def add_parser(sub, light: bool = False) -> argparse.ArgumentParser:
     sp.add_argument("--check-only", action="store_true",
                     help="run both programs once and compare; no timing")
     sp.add_argument("--exact", action="store_true", help="demand bitwise equality")
+    sp.add_argument("--save-outputs", metavar="FILE.npz",
+                    help="write the observed buffers of both GPU runs (input set 0) to FILE.npz, "
+                         "as original/NAME and fused/NAME, to study a difference elsewhere")
     report_args(sp, "the timings and checks")
     return sp
 
@@ -261,6 +266,8 @@ def _bench(carried, args: argparse.Namespace, say, device=None) -> int:
         result = bench(carried.sides(), config, device=device, progress=say)
         runs = result.runs
     rows = gpu_check(carried.reference, runs, carried.observed, args.exact)
+    if args.save_outputs:
+        _save_outputs(args.save_outputs, runs, carried.observed)
     notes = list(result.notes) if result else []
     bad_inputs = carried.input_mismatches(runs["original"].initial)
     if bad_inputs:
@@ -281,6 +288,15 @@ def _bench(carried, args: argparse.Namespace, say, device=None) -> int:
         for n in notes:
             print(f"note: {n}")
     return 0 if ok else 1
+
+
+def _save_outputs(path: str, runs: dict, names) -> None:
+    arrays = {f"{side}/{n}": np.asarray(run.final[n]) for side, run in runs.items()
+              for n in names if n in run.final}
+    try:
+        np.savez_compressed(path, **arrays)
+    except OSError as e:
+        raise SiriusError(f"--save-outputs {path}: cannot write it: {e.strerror or e}") from e
 
 
 def _print_bench(carried, r) -> None:

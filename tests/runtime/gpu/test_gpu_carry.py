@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sirius.analysis.program import analyse
@@ -118,7 +119,8 @@ def test_prepare_and_load(carried_dir: Path) -> None:
     assert c.input_mismatches(bad) == sorted(c.meta["input_checksums"])
 
 
-def test_bench_from_carried_directory(carried_dir: Path, monkeypatch, capsys) -> None:
+def test_bench_from_carried_directory(carried_dir: Path, monkeypatch, capsys,
+                                     tmp_path: Path) -> None:
     import llvmlite.binding as llvm
 
     from sirius.cli.bench import main
@@ -131,7 +133,7 @@ def test_bench_from_carried_directory(carried_dir: Path, monkeypatch, capsys) ->
     fake = CpuBackedDriver([res.original.program, fused_ir])
     monkeypatch.setattr(driver, "_DRIVERS", {0: fake})
     status = main(["--from", str(out), "--runs", "3", "--warmup", "1", "--input-sets", "2",
-                   "--per-launch", "--json"])
+                   "--per-launch", "--save-outputs", str(tmp_path / "gpu.npz"), "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert status == 0 and doc["ok"], doc["check"]
     assert {r["against"] for r in doc["check"]} == {"CPU executor", "GPU original"}
@@ -145,6 +147,13 @@ def test_bench_from_carried_directory(carried_dir: Path, monkeypatch, capsys) ->
         rows = bench["launch_timings"][side]
         assert len(rows) == n and all(r["runs"] == 3 and r["median_us"] >= 0 for r in rows)
     assert not fake.mem and not fake.cpu.memory.allocs  # everything given back
+    # --save-outputs: both GPU runs' observed buffers, here equal to the CPU reference
+    saved = np.load(tmp_path / "gpu.npz")
+    c = carry.load(out)
+    assert sorted(saved.files) == sorted(f"{s}/{n}" for s in ("original", "fused")
+                                         for n in c.observed)
+    for n in c.observed:
+        np.testing.assert_allclose(saved[f"fused/{n}"], c.reference[n], rtol=1e-6)
 
 
 def test_a_wrong_gpu_result_is_reported(carried_dir: Path, monkeypatch, capsys) -> None:
