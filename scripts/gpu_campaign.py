@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated VARIANT__STEM names: bench these alone")
     ap.add_argument("--check-only", action="store_true",
                     help="run both programs once and compare (no timing)")
+    ap.add_argument("--no-per-launch", action="store_true",
+                    help="time the eager runs without an event after every operation")
     ap.add_argument("--save", action="store_true",
                     help="also write each program's GPU outputs to OUT_DIR/VARIANT__STEM.npz")
     ap.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
@@ -85,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     bench_args = (["--check-only"] if args.check_only else
-                  ["--per-launch", "--runs", str(args.runs), "--warmup", str(args.warmup),
-                   "--input-sets", str(args.input_sets)]) + (["--save"] if args.save else [])
+                  [*([] if args.no_per_launch else ["--per-launch"]), "--runs", str(args.runs),
+                   "--warmup", str(args.warmup), "--input-sets", str(args.input_sets)])
+    bench_args += ["--save"] if args.save else []
     if args.worker is not None:
         return _worker(out, bench_args, args.worker)
 
@@ -107,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                "--runs", str(args.runs), "--warmup", str(args.warmup),
                "--input-sets", str(args.input_sets),
                *(["--check-only"] if args.check_only else []),
+               *(["--no-per-launch"] if args.no_per_launch else []),
                *(["--save"] if args.save else []), "--worker", *todo]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
