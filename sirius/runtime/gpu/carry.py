@@ -6,7 +6,12 @@ plan.json, report.md) plus everything a GPU run needs without a compiler:
                     the observed buffers, seed, input checksums, launch counts, the command
     original.ptx    the original device module, for the same architecture as fused.ptx
     fused.ptx       the fused device module
-    reference.npz   the CPU executor's final contents of the observed buffers (forward order)
+    reference.npz   the CPU executor's final contents of the observed buffers (forward order),
+                    the original's device module rounded as the GPU rounds it: multiply-adds
+                    contracted into FMAs where NVPTX contracts them (cpu/contraction.py)
+    reference_plain.npz  the same run with every operation rounded on its own (the executor's
+                    default): how far two legitimate roundings of the program lie apart, the
+                    program's sensitivity to rounding (docs/gpu.md, "Checking GPU results")
     inputs.npz      the arrays given with --inputs, when there were any
 
 Inputs are the interpreter's seeded ones (by seed and buffer name, docs/runtime.md) plus the
@@ -122,6 +127,7 @@ class Carried:
     dtypes: dict[str, np.dtype]
     inputs: dict[str, np.ndarray]
     reference: dict[str, np.ndarray]
+    reference_plain: dict[str, np.ndarray] | None = None  # absent in older carried folders
 
     @property
     def seed(self) -> int:
@@ -157,17 +163,24 @@ def prepare(res, out: Path, *, observed: list[str], observed_rule: str = "", see
             ptx_version: int | None = None, command: str = "",
             cooperative_kernels: tuple[str, ...] = ()) -> Path:
     """Write the carried directory of a FuseResult `res` to `out`; the CPU executor's run of
-    the original (forward order, `seed`) gives the reference outputs and the dtypes."""
+    the original (forward order, `seed`), rounded as the GPU rounds multiply-adds, gives the
+    reference outputs and the dtypes; a second run, every operation rounded on its own, the
+    program's sensitivity to rounding (module doc)."""
     from sirius.backend.ptx import emit_ptx
     from sirius.fusion.report import write_outputs
+    from sirius.runtime.cpu.contraction import contracted
     from sirius.runtime.cpu.device import CpuDevice
     from sirius.runtime.interpreter import run_host_program
 
     arch = res.options.arch
     orig = res.original
-    ref = run_host_program(orig.host, orig.program, orig.kernels,
-                           CpuDevice(order="forward", seed=seed, progress=False), seed=seed,
-                           inputs=inputs, opaque_trips=opaque_trips)
+
+    def run(program):
+        return run_host_program(orig.host, program, orig.kernels,
+                                CpuDevice(order="forward", seed=seed, progress=False), seed=seed,
+                                inputs=inputs, opaque_trips=opaque_trips)
+    ref = run(contracted(orig.program))
+    plain = run(orig.program)
     write_outputs(res, out, {"ran": False, "reason": "sirius bench --prepare: the GPU run "
                              "is compared with the CPU executor's outputs (reference.npz)"})
     original_ptx = emit_ptx(orig.program.device_ir, arch, ptx_version=ptx_version).text
@@ -177,6 +190,8 @@ def prepare(res, out: Path, *, observed: list[str], observed_rule: str = "", see
     (out / "fused.ptx").write_text(fused_ptx)
     np.savez_compressed(out / "reference.npz", **{n: ref.final[n] for n in observed
                                                    if n in ref.final})
+    np.savez_compressed(out / "reference_plain.npz", **{n: plain.final[n] for n in observed
+                                                         if n in plain.final})
     if inputs:
         np.savez_compressed(out / "inputs.npz", **inputs)
     roles = {b.name: b.role for b in orig.host.buffers}
@@ -189,7 +204,9 @@ def prepare(res, out: Path, *, observed: list[str], observed_rule: str = "", see
         "inputs": "inputs.npz" if inputs else None,
         "input_checksums": {n: checksum(a) for n, a in ref.initial.items()
                             if roles.get(n) in INPUT_ROLES},
-        "reference": {"file": "reference.npz", "device": "cpu", "order": "forward"},
+        "reference": {"file": "reference.npz", "device": "cpu", "order": "forward",
+                      "rounding": "multiply-adds contracted as NVPTX contracts them",
+                      "plain": "reference_plain.npz"},
         "launches": {"original": len(ref.launches), "fused_static": len(res.host.launches()),
                      "original_static": len(orig.host.launches())},
         # of the fused program: its grid megakernels unless the caller names others
@@ -240,5 +257,7 @@ def load(directory: Path | str) -> Carried:
         sides.append(Side(host, PtxProgram(ptx, tuple(meta.get("sources", ())), coop)))
     inputs = _npz(d / meta["inputs"]) if meta.get("inputs") else {}
     reference = _npz(d / meta["reference"]["file"])
+    plain = meta["reference"].get("plain")
     dtypes = {n: np.dtype(t) for n, t in meta["dtypes"].items()}
-    return Carried(d, meta, sides[0], sides[1], dtypes, inputs, reference)
+    return Carried(d, meta, sides[0], sides[1], dtypes, inputs, reference,
+                   _npz(d / plain) if plain else None)

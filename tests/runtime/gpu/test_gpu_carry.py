@@ -105,14 +105,19 @@ def test_prepare_and_load(carried_dir: Path) -> None:
     assert c.original.host == res.original.host and c.fused.host == res.host
     assert c.fused.program.ptx == res.ptx and ".entry" in c.original.program.ptx
     assert c.seed == 5 and c.observed and c.meta["arch"] == "sm_80"
-    # the reference is the CPU executor's run of the original with that seed
+    # the reference is the CPU executor's run of the original with that seed, its
+    # multiply-adds contracted as on the GPU; reference_plain the same run rounded plainly
+    from sirius.runtime.cpu.contraction import contracted
     from sirius.runtime.cpu.device import CpuDevice
     from sirius.runtime.interpreter import run_host_program
 
-    ref = run_host_program(res.original.host, res.original.program, res.original.kernels,
-                           CpuDevice(progress=False), seed=5)
+    ref, plain = (run_host_program(res.original.host, p, res.original.kernels,
+                                   CpuDevice(progress=False), seed=5)
+                  for p in (contracted(res.original.program), res.original.program))
+    assert c.meta["reference"]["plain"] == "reference_plain.npz"
     for name in c.observed:
         assert c.reference[name].tobytes() == ref.final[name].tobytes()
+        assert c.reference_plain[name].tobytes() == plain.final[name].tobytes()
         assert c.dtypes[name] == ref.final[name].dtype
     assert not c.input_mismatches(ref.initial)
     bad = {n: a + 1 for n, a in ref.initial.items()}

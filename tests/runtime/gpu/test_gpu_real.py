@@ -64,7 +64,7 @@ def test_original_and_fused_match_the_cpu_executor(name: str, tmp_path: Path, de
     c = carry.load(_carried(name, tmp_path))
     runs = check_runs(c, device)
     assert not c.input_mismatches(runs["original"].initial), "inputs differ from the reference"
-    rows = gpu_check(c.reference, runs, c.observed)
+    rows = gpu_check(c.reference, runs, c.observed, plain=c.reference_plain)
     bad = [f"{r.side} vs {r.against}: {r.buffer}: {r.comparison.mismatches} of "
            f"{r.comparison.elements} differ (max abs {r.comparison.max_abs:.3g}) "
            f"{r.comparison.message}" for r in rows if not r.ok]
