@@ -175,11 +175,12 @@ GRID_SYNC = "sirius_grid_sync"
 GRID_SYNC_COUNTER = "sirius_grid_sync_counter"
 # the `counters` megakernel's helpers (codegen/grid.py): a block marks a segment done, waits for
 # the producer blocks its wait-table entries name; and the suffixes of the kernel's flag array
-# and wait table (module globals `<kernel>_mkflags`, `<kernel>_mkwaits`)
+# array, wait table and its per-block index (module globals `<kernel>_mkflags`, `<kernel>_mkwaits`,
+# `<kernel>_mkwaitidx`)
 MK_SIGNAL = "sirius_mk_signal"
 MK_WAIT = "sirius_mk_wait"
 MK_HELPERS = (MK_SIGNAL, MK_WAIT)
-MK_FLAGS, MK_WAITS = "_mkflags", "_mkwaits"
+MK_FLAGS, MK_WAITS, MK_WAITIDX = "_mkflags", "_mkwaits", "_mkwaitidx"
 
 
 @dataclass(frozen=True, slots=True)

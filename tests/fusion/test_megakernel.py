@@ -186,11 +186,23 @@ def test_a_cyclic_wait_is_reported_as_a_deadlock():
     """Segment 1 made to wait for segment 2 (whose blocks first run segment 1): the executor
     finds that no block can go on and names the blocks, instead of hanging."""
     mm, fm = mba_counters(CHAIN)
-    # the table: [0, 4, 0, 0, 4] (segment 1 after segment 0), [0, 4, 1, 0, 4]
-    bad = _edit_table(fm, "[i32 0, i32 4, i32 0, i32 0, i32 4,",
-                      "[i32 0, i32 4, i32 2, i32 0, i32 4,")
+    # the table, block by block: [0, 0, 0, 0, 4] (block 0 of segment 1 after blocks 0..4 of
+    # segment 0), [1, 1, 0, 0, 4], ...; block 0 made to wait for segment 2 instead
+    bad = _edit_table(fm, "[i32 0, i32 0, i32 0, i32 0, i32 4,",
+                      "[i32 0, i32 0, i32 2, i32 0, i32 4,")
     with pytest.raises(KernelFault, match=r"deadlock: 5 block\(s\) wait .*block 0 before "
                                           r"segment 1 waits for block 0 of segment 2"):
+        run(fused_program(mm, bad, [0, 1, 2]), with_module(mm, bad), mm)
+
+
+def test_a_wait_entry_outside_its_blocks_slice_is_refused():
+    """The device reads only block b's slice of the wait table (its index); an entry there
+    naming another block would be waited for by b on the GPU and by the other block in a
+    reading of the whole table: the executor refuses the kernel rather than guess."""
+    mm, fm = mba_counters(CHAIN)
+    bad = _edit_table(fm, "i32 1, i32 1, i32 0, i32 0, i32 4,",
+                      "i32 2, i32 2, i32 0, i32 0, i32 4,")
+    with pytest.raises(KernelFault, match="dependence counters .*outside the form"):
         run(fused_program(mm, bad, [0, 1, 2]), with_module(mm, bad), mm)
 
 

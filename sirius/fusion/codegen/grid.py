@@ -18,6 +18,7 @@ from sirius.fusion.spec import (
     MK_FLAGS,
     MK_SIGNAL,
     MK_WAIT,
+    MK_WAITIDX,
     MK_WAITS,
     Dim3,
     FusedKernelSpec,
@@ -60,7 +61,7 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
     body = []
     segments = spec.segments()
     if spec.waits is not None:
-        flags, table, first = _counter_tables(asm, spec, len(segments))
+        flags, table, index, first = _counter_tables(asm, spec, len(segments))
         last = len(segments) - 1
     for k, seg in enumerate(segments):
         fn = f"{spec.name}_seg{k}"
@@ -68,9 +69,9 @@ def write_grid(asm, spec: FusedKernelSpec, members: list, params: Sequence[Fused
             _grid_sync(asm)
             body.append(f"  call void @{GRID_SYNC}()")
         elif k or (spec.waits is not None and k in first):  # (k = 0: waits across a loop)
-            lo, n = first[k]
             body.append(f"  call void @{MK_WAIT}(ptr addrspace(1) {flags}, ptr addrspace(1) "
-                        f"{table}, i32 {lo}, i32 {n}, i32 {grid[0]}, i32 {last})")
+                        f"{table}, ptr addrspace(1) {index}, i32 {first[k]}, i32 {grid[0]}, "
+                        f"i32 {last})")
         body.append(f"  call void {irtext.global_ref(fn)}({args})")
         if spec.waits is not None:
             body.append(f"  call void @{MK_SIGNAL}(ptr addrspace(1) {flags}, i32 {k}, "
@@ -206,30 +207,47 @@ def _grid_sync(asm) -> None:
 
 
 def _counter_tables(asm, spec: FusedKernelSpec, nseg: int
-                    ) -> tuple[str, str, dict[int, tuple[int, int]]]:
+                    ) -> tuple[str, str, str, dict[int, int]]:
     """The `counters` variant's module globals: the flags (one per segment and block: the
-    number of launches in which that block finished that segment) and the wait table (five
-    i32 per wait: first and last waiting block, the producer segment, its first and last
-    block, the waits of a segment together); with each segment's (first entry, count)."""
+    number of launches in which that block finished that segment), the wait table (five i32
+    per entry: waiting block twice, the producer segment, its first and last block) and its
+    index; with each waiting segment's base in the index.
+
+    The table holds each segment's waits block by block: an entry names one waiting block,
+    and block b of segment k finds its entries at [index[base_k + b], index[base_k + b + 1]),
+    so its lead thread reads only its own (a scan of the whole segment's waits cost every
+    block of a 128-block chain 49 us per segment on an H200, BENCHMARKS.md "On an H200").
+    The executor reads the same index (runtime/cpu/entries.py)."""
     g = spec.grid[0]
     waits = sorted(spec.waits, key=lambda w: (w.segment, w.blocks, w.lag, w.after,
                                               w.producers))
-    first: dict[int, tuple[int, int]] = {}
-    for i, w in enumerate(waits):
-        lo, n = first.get(w.segment, (i, 0))
-        first[w.segment] = (lo, n + 1)
+    by_segment: dict[int, list] = {}
+    for w in waits:
+        by_segment.setdefault(w.segment, []).append(w)
     for k in range(1, nseg):
-        first.setdefault(k, (0, 0))
+        by_segment.setdefault(k, [])
+    ints: list[int] = []
+    index: list[int] = []
+    base: dict[int, int] = {}
+    for k in sorted(by_segment):
+        base[k] = len(index)
+        for b in range(g):
+            index.append(len(ints) // 5)
+            for w in by_segment[k]:
+                if w.blocks[0] <= b <= w.blocks[1]:
+                    # a wait on the iteration before (lag 1) names its segment + nseg
+                    ints += [b, b, w.after + w.lag * nseg, *w.producers]
+        index.append(len(ints) // 5)
     flags = irtext.global_ref(spec.name + MK_FLAGS)
     table = irtext.global_ref(spec.name + MK_WAITS)
+    idx = irtext.global_ref(spec.name + MK_WAITIDX)
     asm.appended.append(f"{flags} = dso_local addrspace(1) global [{nseg * g} x i32] "
                         "zeroinitializer, align 4")
-    # a wait on the iteration before (lag 1) names its segment + nseg
-    ints = [x for w in waits for x in (*w.blocks, w.after + w.lag * nseg, *w.producers)] or [0]
-    asm.appended.append(f"{table} = dso_local addrspace(1) constant [{len(ints)} x i32] "
-                        f"[{', '.join(f'i32 {x}' for x in ints)}], align 4")
+    for ref, vals in ((table, ints or [0]), (idx, index or [0])):
+        asm.appended.append(f"{ref} = dso_local addrspace(1) constant [{len(vals)} x i32] "
+                            f"[{', '.join(f'i32 {x}' for x in vals)}], align 4")
     _counter_helpers(asm)
-    return flags, table, first
+    return flags, table, idx, base
 
 
 def _counter_helpers(asm) -> None:
@@ -237,8 +255,8 @@ def _counter_helpers(asm) -> None:
     flag[k][block] = e + 1 (a device-scope fence, then a release store), where e, the launches
     of this kernel the block has finished, is its own flag of the last segment (written by the
     block itself, at the end of each launch: read before that write, it is e all launch long;
-    nothing is reset). `sirius_mk_wait(flags, table, first, count, G, last)`: thread 0 reads
-    the entries [first, first + count) of the table and, for each that names this block,
+    nothing is reset). `sirius_mk_wait(flags, table, index, base, G, last)`: thread 0 reads
+    this block's entries, [index[base + b], index[base + b + 1]) of the table, and for each
     spins until flag[j][p] >= e + 1 for every producer block p (acquire loads, then a fence); a
     block barrier releases the other threads. An entry naming segment j + nseg (a device
     loop's wait on the iteration before) waits for flag[j][p] >= e instead. Every wait is on
@@ -268,22 +286,24 @@ def _counter_helpers(asm) -> None:
         f'  store atomic volatile i32 %v, {g1} %p syncscope("device") release, align 4',
         "  br label %done", "done:", "  ret void", "}"]))
     asm.appended.append("\n".join([
-        f"define dso_local void @{MK_WAIT}({g1} %flags, {g1} %tab, i32 %first, i32 %count, "
+        f"define dso_local void @{MK_WAIT}({g1} %flags, {g1} %tab, {g1} %idx, i32 %ibase, "
         f"i32 %g, i32 %lastseg) {attrs} {{", "entry:", *lead,
-        "  %end = add i32 %first, %count",
         "  br i1 %lead, label %start, label %done", "start:", epoch,
+        # this block's entries: [idx[ibase + b], idx[ibase + b + 1])
+        "  %at0 = add i32 %ibase, %b", "  %at1 = add i32 %at0, 1",
+        f"  %q0 = getelementptr inbounds i32, {g1} %idx, i32 %at0",
+        f"  %q1 = getelementptr inbounds i32, {g1} %idx, i32 %at1",
+        f"  %first = load i32, {g1} %q0, align 4", f"  %end = load i32, {g1} %q1, align 4",
         "  %want = add i32 %e, 1", "  br label %entries", "entries:",
         "  %i = phi i32 [ %first, %start ], [ %i1, %next ]",
         "  %more = icmp ult i32 %i, %end",
         "  br i1 %more, label %entry1, label %fenced", "entry1:",
         "  %base = mul i32 %i, 5",
-        *[line for f, name in enumerate(("blo", "bhi", "j", "plo", "phi"))
+        *[line for f, name in enumerate(("blo", "bhi", "j", "plo", "phi")) if f >= 2
           for line in (f"  %o{name} = add i32 %base, {f}",
                        f"  %q{name} = getelementptr inbounds i32, {g1} %tab, i32 %o{name}",
                        f"  %{name} = load i32, {g1} %q{name}, align 4")],
-        "  %ge = icmp uge i32 %b, %blo", "  %le = icmp ule i32 %b, %bhi",
-        "  %mine = and i1 %ge, %le",
-        "  br i1 %mine, label %producers, label %next", "producers:",
+        "  br label %producers", "producers:",
         # a producer segment past the last: the same segment of the iteration before, whose
         # flag must hold e (it finished e iterations), not e + 1
         "  %nseg = add i32 %lastseg, 1", "  %lagged = icmp uge i32 %j, %nseg",

@@ -459,13 +459,13 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
         if callee == MK_WAIT and (state == "wait" or state == "first" and it is not None) \
                 and len(args) == 6:
             first_wait = first_wait or state == "first"
-            table = _int_table(text, args[1])
-            first, count, g = (_int(a) for a in args[2:5])
-            if table is None or None in (first, count, g) or first + count > len(table) // 5:
+            table, index = _int_table(text, args[1]), _int_table(text, args[2])
+            base, g = _int(args[3]), _int(args[4])
+            entries = _block_entries(table, index, base, g)
+            if entries is None:
                 return bad(x.text.strip())
             grids.add(g)
             lasts.add(_int(args[5]))
-            entries = tuple(tuple(table[5 * i:5 * i + 5]) for i in range(first, first + count))
             state = "after"
         elif callee in defined and callee not in MK_HELPERS and callee != fn.name \
                 and state in ("first", "after") and _passes_iteration(
@@ -490,6 +490,29 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
                 return bad(f"wait entry {[blo, bhi, j, plo, phi]} outside {len(calls)} "
                            f"segments of {g} blocks")
     return Segments(calls, waits, g, trips, it, first_wait)
+
+
+def _block_entries(table: list[int] | None, index: list[int] | None, base: int | None,
+                   g: int | None) -> tuple[tuple[int, ...], ...] | None:
+    """The wait entries of one segment as the device reads them: block b's own entries are
+    [index[base + b], index[base + b + 1]) of the table, and each names block b alone
+    (codegen/grid.py `_counter_tables`). None when the tables are not in that form: then the
+    device would wait for other entries than the executor, which refuses the kernel."""
+    if table is None or index is None or base is None or g is None or base < 0 \
+            or base + g >= len(index):
+        return None
+    offsets = index[base:base + g + 1]
+    if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)) or offsets[0] < 0 \
+            or offsets[-1] > len(table) // 5:
+        return None
+    out = []
+    for b in range(g):
+        for i in range(offsets[b], offsets[b + 1]):
+            e = tuple(table[5 * i:5 * i + 5])
+            if e[0] != b or e[1] != b:
+                return None
+            out.append(e)
+    return tuple(out)
 
 
 def _int(a: str) -> int | None:
