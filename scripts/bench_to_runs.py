@@ -1,7 +1,7 @@
 """Turn per-launch GPU timings (`sirius bench --per-launch --json`, e.g. a gpu_campaign.py
 folder) into a RUNS.json for `sirius tune --calibrate` (schema sirius-runs/1, docs/tune.md).
 
-    python3 scripts/bench_to_runs.py CAMPAIGN_DIR TUNE_ROOT -o RUNS.json [--gpu H200]
+    python3 scripts/bench_to_runs.py CAMPAIGN_DIR TUNE_ROOT -o RUNS.json [--gpu H200] [--whole]
 
 CAMPAIGN_DIR holds VARIANT__STEM.json bench results (VARIANT: def, grid or counters, as
 gpu_campaign.py names them); TUNE_ROOT/STEM/tune.json is `sirius tune PROGRAM --measure off -o
@@ -10,6 +10,11 @@ launch becomes one measurement that points into tune.json: the bench's original 
 the baseline (`original`), the fused program into the variant built the same way (`auto` for
 `sirius fuse`'s defaults, `megakernel grid`, `megakernel counters`). A side whose launches do
 not match the variant's one by one (kernel, grid, block) is left out, and said.
+
+With `--whole`, each program's CUDA-graph replay is one measurement instead (`"kernel": "*"`,
+every launch of the variant; a variant whose launches tune.json does not all keep is left
+out): no host issues anything between its launches, so the launch overhead fitted is the
+graph's.
 
 What a launch's time is: the eager replay records a CUDA event after every operation, so a
 launch is timed from the event before it to the one after; when the host issues launches more
@@ -54,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("tune_root")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--gpu", default="H200", help="the table entry the counts are costed with")
+    ap.add_argument("--whole", action="store_true",
+                    help="one measurement per program: its CUDA-graph replay's median")
     args = ap.parse_args(argv)
     out = Path(args.output).resolve()
     measurements, device, skipped = [], "", []
@@ -77,6 +84,20 @@ def main(argv: list[str] | None = None) -> int:
                 skipped.append(f"{f.stem} {side}: {why}")
                 continue
             rel = os.path.relpath(tune, out.parent)
+            if args.whole:
+                n = len(v["launch_estimates"])
+                graph = (bench.get("timings") or {}).get(f"{side}_graph")
+                if graph is None or n != len(rows) or v.get("launch_estimates_truncated"):
+                    skipped.append(f"{f.stem} {side}: no graph timing, or tune.json keeps "
+                                   f"{n} of its launches")
+                    continue
+                measurements.append({
+                    "kernel": "*", "measured_us": graph["median_us"],
+                    "p10_us": graph["p10_us"], "p90_us": graph["p90_us"],
+                    "label": f"{stem} {side if side == 'original' else label} (graph, "
+                             f"{n} launches)",
+                    "from": {"tune_json": rel, "variant": label, "launches": list(range(n))}})
+                continue
             for r in rows:
                 measurements.append({
                     "kernel": r["kernel"], "measured_us": r["median_us"],
@@ -88,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         print("no measurement matched a tune.json", file=sys.stderr)
         return 2
     doc = {"schema": "sirius-runs/1", "gpu": args.gpu, "device": device,
-           "method": "sirius bench --per-launch: median of the eager runs' per-launch event "
-                     "intervals (scripts/bench_to_runs.py)",
+           "method": ("sirius bench: median of a whole program's CUDA-graph replays"
+                      if args.whole else "sirius bench --per-launch: median of the eager "
+                      "runs' per-launch event intervals") + " (scripts/bench_to_runs.py)",
            "measurements": [m for m in measurements if m["measured_us"] > 0]}
     out.write_text(json.dumps(doc, indent=1))
     print(f"{len(doc['measurements'])} measurements written to {out}")

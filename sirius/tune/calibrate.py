@@ -37,6 +37,9 @@ from sirius.tune.gpus import Gpu
 from sirius.tune.model import Assumptions, LaunchCounts, estimate
 
 SCHEMA = "sirius-runs/1"
+# a measurement's "kernel" when it times the launches of several kernels together (a whole
+# program's device work, e.g. one CUDA-graph replay): the fit sums their predictions as always
+WHOLE = "*"
 CONSTANTS = ("launch_us", "dram_gbps", "issue_rate_factor")
 _TERM_OF = {"dram_gbps": "dram", "issue_rate_factor": "issue"}
 
@@ -119,9 +122,10 @@ def _measurement(m: object, where: str, base: Path, tunes: dict[Path, dict]) -> 
     else:
         counts = _from_tune(m["from"], f"{where}.from", base, tunes)
     for c in counts:
-        if c.kernel != kernel:
+        if c.kernel != kernel and kernel != WHOLE:
             raise SiriusError(f"{where}: \"kernel\" is {kernel!r} but a launch it measures is "
-                              f"of {c.kernel!r}")
+                              f"of {c.kernel!r} (\"*\" measures the launches of several "
+                              "kernels together)")
     label = str(m.get("label") or m.get("variant") or kernel)
     return Measurement(kernel, float(t) * 1e-6, counts, label)
 

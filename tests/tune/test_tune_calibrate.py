@@ -89,6 +89,27 @@ def test_the_fit_with_noise_stays_close():
     assert 0.01 < cal.rms("after") < 0.05
 
 
+def test_whole_program_measurements_of_several_kernels(tmp_path):
+    """`"kernel": "*"`: one time for the launches of several kernels (a CUDA-graph replay of
+    a whole program); the fit recovers the constants from such sums too."""
+    true = Constants(launch_us=1.5, dram_gbps=2800.0, issue_rate_factor=0.6)
+    g, a = with_constants(H100, Assumptions(), true, "truth")
+    cs = launches()
+    ms = [Measurement("*", sum(estimate(c, g, a).seconds for c in cs[i:i + 4]),
+                      tuple(cs[i:i + 4]), f"program {i}") for i in range(0, len(cs), 2)]
+    cal = fit(Runs("whole", H100.name, "", "", tuple(ms)), H100, Assumptions())
+    assert cal.after.launch_us == pytest.approx(1.5, rel=1e-6)
+    assert cal.after.dram_gbps == pytest.approx(2800.0, rel=1e-6)
+    # in RUNS.json: "*" takes launches of different kernels, a name takes only its own
+    doc = {"schema": SCHEMA, "measurements": [
+        {"kernel": "*", "measured_us": 9.0, "launches": [_counts("k0"), _counts("k1")]}]}
+    (m,) = load_runs(_write(tmp_path, doc)).measurements
+    assert m.kernel == "*" and [c.kernel for c in m.counts] == ["k0", "k1"]
+    doc["measurements"][0]["kernel"] = "k0"
+    with pytest.raises(SiriusError, match="a launch it measures is of 'k1'"):
+        load_runs(_write(tmp_path, doc))
+
+
 def test_a_term_no_launch_is_bound_by_keeps_its_value():
     true = Constants(launch_us=6.0, dram_gbps=2000.0, issue_rate_factor=1.0)
     runs = synthetic(true)
