@@ -107,7 +107,9 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         say(f"calibrated on {len(cal.residuals)} measurement(s) of {args.calibrate}: launch "
             f"{cal.before.launch_us:.3g} -> {cal.after.launch_us:.3g} us, DRAM "
             f"{cal.before.dram_gbps:.4g} -> {cal.after.dram_gbps:.4g} GB/s, issue-rate factor "
-            f"{cal.before.issue_rate_factor:.3g} -> {cal.after.issue_rate_factor:.3g}")
+            f"{cal.before.issue_rate_factor:.3g} -> {cal.after.issue_rate_factor:.3g}, grid "
+            f"barrier {cal.before.grid_sync_us:.3g} -> {cal.after.grid_sync_us:.3g} us, wait "
+            f"{cal.before.wait_us:.3g} -> {cal.after.wait_us:.3g} us")
     src = Source(tuple(args.files), arch, args.entry, tuple(clang_flags(args)),
                  not args.no_cache, args.seed, program_argv(args), params_arg(args))
     config = MeasureConfig(args.runs, args.warmup, args.input_sets, not args.no_flush)

@@ -5,15 +5,19 @@ RUNS.json (schema `sirius-runs/1`) lists measured times, each of one launch or o
 launches of one kernel (their sum), with the launches' counts: written by `sirius tune` when it
 measures (DIR/runs.json), or by hand, or pointing into a tune.json's `launch_estimates`.
 
-The fit. Three constants are fitted, relative to the GPU table entry the counts are costed
+The fit. Five constants are fitted, relative to the GPU table entry the counts are costed
 with: the launch overhead L (seconds per launch), the effective DRAM bandwidth (the table's
-divided by u) and the issue-rate factor f = 1/v (the achieved fraction of the table's issue
-rate). A measurement of launches i is predicted as
+divided by u), the issue-rate factor f = 1/v (the achieved fraction of the table's issue
+rate), and a megakernel's cost per grid barrier S_g and per dependence wait S_w (model.py's
+grid_sync_us and wait_us: one per segment edge). A measurement of launches i is predicted as
 
-    sum over i of  L + max(u x DRAM_i, compute_i, v x issue_i)
+    sum over i of  L + max(u x DRAM_i, compute_i, v x issue_i) + S_g x G_i + S_w x W_i
+
+(G_i, W_i: launch i's grid barriers and waits; a megakernel's terms are its segments' summed,
+where the model adds each segment's largest: exact when its segments share a bound)
 
 with DRAM_i, compute_i and issue_i the model's terms at the table's rates (model.py). For a
-fixed assignment of each launch to its largest term this is linear in (L, u, v), and it is
+fixed assignment of each launch to its largest term this is linear in (L, u, v, S_g, S_w), and it is
 solved by least squares (numpy.linalg.lstsq) on relative residuals (each row divided by the
 measured time, so a 2 us launch and a 2 ms launch weigh the same). The assignment is then
 recomputed with the new constants and the fit repeated until the assignment does not change
@@ -40,7 +44,7 @@ SCHEMA = "sirius-runs/1"
 # a measurement's "kernel" when it times the launches of several kernels together (a whole
 # program's device work, e.g. one CUDA-graph replay): the fit sums their predictions as always
 WHOLE = "*"
-CONSTANTS = ("launch_us", "dram_gbps", "issue_rate_factor")
+CONSTANTS = ("launch_us", "dram_gbps", "issue_rate_factor", "grid_sync_us", "wait_us")
 _TERM_OF = {"dram_gbps": "dram", "issue_rate_factor": "issue"}
 
 
@@ -192,13 +196,16 @@ class Constants:
     launch_us: float
     dram_gbps: float
     issue_rate_factor: float
+    grid_sync_us: float = Assumptions().grid_sync_us  # a megakernel's grid barrier
+    wait_us: float = Assumptions().wait_us            # and dependence wait
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in CONSTANTS}
 
 
 def constants_of(gpu: Gpu, a: Assumptions) -> Constants:
-    return Constants(gpu.launch_us, gpu.dram_gbps, a.issue_rate_factor)
+    return Constants(gpu.launch_us, gpu.dram_gbps, a.issue_rate_factor, a.grid_sync_us,
+                     a.wait_us)
 
 
 def with_constants(gpu: Gpu, a: Assumptions, c: Constants, source: str
@@ -209,7 +216,8 @@ def with_constants(gpu: Gpu, a: Assumptions, c: Constants, source: str
     src["dram_gbps"] = (f"{source}: effective {c.dram_gbps:.4g} GB/s (the table's "
                         f"{gpu.dram_gbps:g} GB/s)")
     g = replace(gpu, launch_us=c.launch_us, dram_gbps=c.dram_gbps, sources=tuple(src.items()))
-    return g, replace(a, issue_rate_factor=c.issue_rate_factor)
+    return g, replace(a, issue_rate_factor=c.issue_rate_factor, grid_sync_us=c.grid_sync_us,
+                      wait_us=c.wait_us)
 
 
 # the fit -----------------------------------------------------------------------------------------
@@ -271,20 +279,31 @@ class Calibration:
 
 @dataclass(frozen=True)
 class _Row:
-    """One measurement at the table's rates: per launch (DRAM, compute, issue) terms."""
+    """One measurement at the table's rates: per launch (DRAM, compute, issue) terms, and the
+    grid barriers and dependence waits of its megakernel launches."""
 
     m: Measurement
     terms: np.ndarray  # shape (launches, 3): DRAM at the table's bandwidth, compute, issue (f=1)
+    syncs: tuple[int, int] = (0, 0)  # grid barriers, dependence waits (one per segment edge)
 
 
 _DRAM, _COMPUTE, _ISSUE = 0, 1, 2
+_NPAR = 5  # theta = (L, u, v, S_grid, S_wait), seconds for L and the S
+
+
+def _syncs(c: LaunchCounts) -> tuple[int, int]:
+    """A megakernel launch's synchronisations between segments, as model.py counts them."""
+    if not c.segments:
+        return 0, 0
+    n = len(c.segments) * c.iterations - 1
+    return (n, 0) if c.sync == "grid" else (0, n)
 
 
 def _predict(rows: list[_Row], theta: np.ndarray) -> np.ndarray:
-    """Predicted seconds per measurement for theta = (L, u, v)."""
+    """Predicted seconds per measurement for theta = (L, u, v, S_grid, S_wait)."""
     scale = np.array([theta[1], 1.0, theta[2]])
     return np.array([len(r.terms) * theta[0] + (r.terms * scale).max(axis=1).sum()
-                     for r in rows])
+                     + r.syncs[0] * theta[3] + r.syncs[1] * theta[4] for r in rows])
 
 
 def _objective(rows: list[_Row], theta: np.ndarray, t: np.ndarray) -> float:
@@ -297,18 +316,19 @@ def _solve(rows: list[_Row], theta: np.ndarray, t: np.ndarray, anchor: np.ndarra
     parameters it fitted. A term no launch is bound by, or whose fit is not positive, takes
     its value in `anchor` (the constants before); a negative launch overhead becomes 0."""
     scale = np.array([theta[1], 1.0, theta[2]])
-    cols = np.zeros((3, len(rows)))
+    cols = np.zeros((_NPAR, len(rows)))
     rhs = t.copy()
     for k, r in enumerate(rows):
         bound = (r.terms * scale).argmax(axis=1)
         cols[0, k] = len(r.terms)
         cols[1, k] = r.terms[bound == _DRAM, _DRAM].sum()
         cols[2, k] = r.terms[bound == _ISSUE, _ISSUE].sum()
+        cols[3, k], cols[4, k] = r.syncs
         rhs[k] -= r.terms[bound == _COMPUTE, _COMPUTE].sum()
     new = anchor.copy()
-    free = [p for p in (0, 1, 2) if cols[p].any()]
+    free = [p for p in range(_NPAR) if cols[p].any()]
     while free:
-        fixed = [p for p in (0, 1, 2) if p not in free]
+        fixed = [p for p in range(_NPAR) if p not in free]
         b = rhs - cols[fixed].T @ new[fixed]
         x = cols[free].T / t[:, None]
         sol, _, rank, _ = np.linalg.lstsq(x, b / t, rcond=None)
@@ -358,17 +378,20 @@ def fit(runs: Runs, gpu: Gpu, a: Assumptions) -> Calibration:
             notes.append(f"{m.label}: left out: a launch cannot run on {gpu.name} (its block "
                          "does not fit on an SM)")
             continue
-        rows.append(_Row(m, np.array([[e.dram, e.compute, e.issue] for e in es])))
+        ng, nw = (sum(_syncs(c)[i] for c in m.counts) for i in (0, 1))
+        rows.append(_Row(m, np.array([[e.dram, e.compute, e.issue] for e in es]), (ng, nw)))
     if not rows:
         raise SiriusError(f"--calibrate {runs.path}: no measurement can be estimated on "
                           f"{gpu.name}")
     t = np.array([r.m.seconds for r in rows])
     before = constants_of(gpu, a)
-    theta0 = np.array([before.launch_us * 1e-6, 1.0, 1.0 / before.issue_rate_factor])
-    best, best_free, best_obj = theta0, [0, 1, 2], math.inf
+    theta0 = np.array([before.launch_us * 1e-6, 1.0, 1.0 / before.issue_rate_factor,
+                       before.grid_sync_us * 1e-6, before.wait_us * 1e-6])
+    best, best_free, best_obj = theta0, list(range(_NPAR)), math.inf
     for du in (1.0, 0.5, 2.0, 4.0):  # starting points: the assignment is found iteratively
         for dv in (1.0, 0.5, 2.0, 4.0):
-            theta, free, obj = _fixed_point(rows, theta0 * np.array([1.0, du, dv]), t, theta0)
+            theta, free, obj = _fixed_point(rows, theta0 * np.array([1.0, du, dv, 1.0, 1.0]),
+                                            t, theta0)
             if obj < best_obj:
                 best, best_free, best_obj = theta, free, obj
     not_fitted = {}
@@ -379,11 +402,15 @@ def fit(runs: Runs, gpu: Gpu, a: Assumptions) -> Calibration:
         if p not in best_free:
             not_fitted[k] = (f"no measured launch is bound by {term} (or its fit was not "
                              "positive): kept")
+    for p, k, what in ((3, "grid_sync_us", "grid megakernel"),
+                       (4, "wait_us", "counters megakernel")):
+        if p not in best_free:
+            not_fitted[k] = f"no measured {what} (or its fit was not positive): kept"
     if len(rows) < len(CONSTANTS) - len(not_fitted):
         notes.append(f"only {len(rows)} measurement(s) for {len(CONSTANTS) - len(not_fitted)} "
                      "constants: the fit passes through them exactly")
     after = Constants(float(best[0]) * 1e6, gpu.dram_gbps / float(best[1]),
-                      1.0 / float(best[2]))
+                      1.0 / float(best[2]), float(best[3]) * 1e6, float(best[4]) * 1e6)
     g_after, a_after = with_constants(gpu, a, after, "calibrated")
     residuals = tuple(
         Residual(r.m.label, r.m.kernel, len(r.m.counts), r.m.seconds,

@@ -230,7 +230,9 @@ def _measure_line(result: TuneResult) -> str:
 def calibration_tables(cal) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, head, rows) of the constants before and after and of the fit's residuals."""
     names = {"launch_us": "launch overhead (us)", "dram_gbps": "DRAM bandwidth (GB/s)",
-             "issue_rate_factor": "issue-rate factor"}
+             "issue_rate_factor": "issue-rate factor",
+             "grid_sync_us": "megakernel grid barrier (us)",
+             "wait_us": "megakernel dependence wait (us)"}
     consts = [[names[k], f"{getattr(cal.before, k):.4g}", f"{getattr(cal.after, k):.4g}",
                "fitted" if k in cal.fitted else f"not fitted: {cal.not_fitted[k]}"]
               for k in names]

@@ -23,7 +23,7 @@ from sirius.tune.calibrate import (
     with_constants,
 )
 from sirius.tune.gpus import gpu
-from sirius.tune.model import Assumptions, LaunchCounts, estimate
+from sirius.tune.model import Assumptions, LaunchCounts, Segment, estimate
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAIN = str(ROOT / "kernels" / "elementwise_chain.cu")
@@ -67,6 +67,7 @@ def test_the_fit_recovers_the_constants_that_made_the_data(per_kernel):
     cal = fit(synthetic(true, per_kernel=per_kernel), H100, Assumptions())
     assert cal.before == Constants(3.0, 3350.0, 1.0)
     assert cal.fitted == ("launch_us", "dram_gbps", "issue_rate_factor")
+    assert set(cal.not_fitted) == {"grid_sync_us", "wait_us"}  # no megakernel measured
     assert cal.after.launch_us == pytest.approx(5.5, rel=1e-6)
     assert cal.after.dram_gbps == pytest.approx(2400.0, rel=1e-6)
     assert cal.after.issue_rate_factor == pytest.approx(0.45, rel=1e-6)
@@ -108,6 +109,38 @@ def test_whole_program_measurements_of_several_kernels(tmp_path):
     doc["measurements"][0]["kernel"] = "k0"
     with pytest.raises(SiriusError, match="a launch it measures is of 'k1'"):
         load_runs(_write(tmp_path, doc))
+
+
+def _megakernel(sync: str, nseg: int, i: int) -> LaunchCounts:
+    """A megakernel of `nseg` equal segments (each DRAM-bound), on 132 blocks."""
+    seg = Segment(instructions=20_000 * (i + 1), dram_bytes=(1 << 20) * (i + 1))
+    return LaunchCounts(f"mk{i}", f"mk{i}", (132, 1, 1), (256, 1, 1), 0,
+                        seg.instructions * nseg, seg.dram_bytes * nseg, (), 32, 0,
+                        sync=sync, segments=(seg,) * nseg)
+
+
+def test_the_fit_recovers_barrier_and_wait_costs():
+    """Measured megakernels give the cost of a grid barrier and of a dependence wait (the
+    model's grid_sync_us and wait_us), next to the three constants of plain launches."""
+    true = Constants(launch_us=2.2, dram_gbps=3000.0, issue_rate_factor=0.8,
+                     grid_sync_us=1.6, wait_us=3.5)
+    g, a = with_constants(H100, Assumptions(), true, "truth")
+    cs = launches() + [_megakernel(sync, n, i) for i, (sync, n) in enumerate(
+        [("grid", 2), ("grid", 9), ("grid", 33), ("counters", 3), ("counters", 17),
+         ("counters", 40)])]
+    ms = tuple(Measurement(c.kernel, estimate(c, g, a).seconds, (c,), c.kernel) for c in cs)
+    cal = fit(Runs("mk", H100.name, "", "", ms), H100, Assumptions())
+    assert cal.before.grid_sync_us == Assumptions().grid_sync_us
+    assert cal.fitted == ("launch_us", "dram_gbps", "issue_rate_factor", "grid_sync_us",
+                          "wait_us")
+    assert cal.after.grid_sync_us == pytest.approx(1.6, rel=1e-6)
+    assert cal.after.wait_us == pytest.approx(3.5, rel=1e-6)
+    assert cal.after.launch_us == pytest.approx(2.2, rel=1e-6)
+    assert cal.rms("after") < 1e-9
+    # without megakernels the two keep their values, and say why
+    plain = fit(Runs("p", H100.name, "", "", ms[:len(launches())]), H100, Assumptions())
+    assert plain.after.grid_sync_us == Assumptions().grid_sync_us
+    assert "no measured grid megakernel" in plain.not_fitted["grid_sync_us"]
 
 
 def test_a_term_no_launch_is_bound_by_keeps_its_value():
