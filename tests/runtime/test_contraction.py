@@ -5,13 +5,11 @@ rounded on its own) does not."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 
 from sirius.frontend import llvmctx
-from sirius.runtime.cpu.contraction import like_nvptx
+from sirius.runtime.cpu.contraction import contracted, like_nvptx
 from tests.helpers import KERNELS
 
 FN = """define float @f(float %x, float %y, float %z, float %w, i1 %c) {
@@ -91,13 +89,6 @@ entry:
     assert "%e.neg = fneg double 1.000000e+00" in out and "@llvm.fma.f64(" in out
 
 
-@dataclass(frozen=True)
-class _P:
-    device_ir: str
-    device_module: object
-    files: tuple
-
-
 @pytest.fixture(scope="module")
 def two_mm():
     from sirius.analysis.program import analyse
@@ -105,11 +96,8 @@ def two_mm():
     from sirius.runtime.interpreter import run_host_program
 
     p, kernels, host = analyse([KERNELS / "two_mm.cu"])
-    runs = {}
-    for mode, ir in (("plain", p.device_ir), ("nvptx", like_nvptx(p.device_ir))):
-        prog = _P(ir, llvmctx.parse(ir), p.files)
-        runs[mode] = run_host_program(host, prog, kernels, CpuDevice(progress=False), seed=3)
-    return runs
+    return {mode: run_host_program(host, prog, kernels, CpuDevice(progress=False), seed=3)
+            for mode, prog in (("plain", p), ("nvptx", contracted(p)))}
 
 
 def _numpy_2mm(initial: dict, fma: bool) -> np.ndarray:
