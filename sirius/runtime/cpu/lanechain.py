@@ -33,20 +33,16 @@ import re
 from dataclasses import dataclass
 
 from sirius.runtime.cpu import native as N
+from sirius.runtime.cpu.irpatterns import INT, META, TOK, WARP, WARP_RESULT, WARP_STOP
 
 # the most lines (per lane) one chain may hold; 0 turns lane chains off (the tests compare)
 MAX_LINES = 256
 # how many warp operations a chain may complete in registers
 MAX_STEPS = 16
 
-_TOK = re.compile(r'%("(?:[^"\\]|\\.)*"|[-\w.$]+)')
 _DEF = re.compile(r'\s*%("(?:[^"\\]|\\.)*"|[-\w.$]+) = ')
 _OPCODE = re.compile(r'\s*%\S+ = (?:(?:tail|notail|musttail) )?(\w+)\b')
 _CALLEE = re.compile(r"\bcall\b[^@]*@([-\w.$]+)\(")
-_META = re.compile(r", !(?:[\w.]+) !\d+")
-_WARP = re.compile(r"call i32 @sirius_rt_warp\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
-                   r"i32 (\S+), i32 (\S+), i32 (\S+), i32 (\d+)\)")
-_INT = re.compile(r"-?\d+")
 _PURE_OPS = {"add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "fadd", "fsub",
              "fmul", "fdiv", "frem", "fneg", "icmp", "fcmp", "select", "freeze", "bitcast",
              "zext", "sext", "trunc", "fpext", "fptrunc", "sitofp", "uitofp", "fptosi",
@@ -58,8 +54,6 @@ _PURE_INTRINSIC = re.compile(r"llvm\.(?:maxnum|minnum|maximum|minimum|maximumnum
 # the operations a chain completes in registers (exchange_full_warp's)
 _EXCHANGED = (N.W_SHFL_IDX, N.W_SHFL_UP, N.W_SHFL_DOWN, N.W_SHFL_BFLY, N.W_ACTIVEMASK,
               N.W_SYNC)
-_RESULT = 24  # wiloop.WARP_RESULT (not imported: wiloop imports this module)
-_STOP = 1 << 31  # wiloop.WARP_STOP
 
 
 def shfl_source(op: int, lane: int, b: int, c: int) -> int:
@@ -89,7 +83,7 @@ class _Stop:
     block: int
     line: int
     site: int
-    result: str | None      # the value the operation defines (a name as _TOK gives it)
+    result: str | None      # the value the operation defines (a name as TOK gives it)
     operands: tuple[str, ...]  # kind, mask, val, b, c as written
 
 
@@ -127,7 +121,7 @@ def chains(blocks: list, live_at: dict[int, set[str]], remat: set[str],
     stops: dict[int, _Stop] = {}
     for bi, b in enumerate(blocks):
         for li, line in enumerate(b.lines):
-            m = _WARP.search(line)
+            m = WARP.search(line)
             if m:
                 d = _DEF.match(line)
                 stops[int(m.group(6))] = _Stop(bi, li, int(m.group(6)),
@@ -141,17 +135,17 @@ def chains(blocks: list, live_at: dict[int, set[str]], remat: set[str],
         lines = blocks[at.block].lines
         out = []
         for line in lines[at.line + 1:]:
-            m = _WARP.search(line)
+            m = WARP.search(line)
             if m:
                 return _Step(tuple(out), stops[int(m.group(6))])
             if not _pure(line):
                 return None
-            out.append(_META.sub("", line))
+            out.append(META.sub("", line))
         return None
 
     def exchanged(stop: _Stop) -> tuple[int, int, int] | None:
         kind, _, _, b, c = stop.operands
-        if not all(_INT.fullmatch(x) for x in (kind, b, c)) or int(kind) not in _EXCHANGED:
+        if not all(INT.fullmatch(x) for x in (kind, b, c)) or int(kind) not in _EXCHANGED:
             return None
         return int(kind), int(b), int(c)
 
@@ -187,7 +181,7 @@ def _function(state: int, chain: list[_Step], stops: dict[int, _Stop],
     for st in chain:
         for line in st.lines:
             d = _DEF.match(line)
-            for t in _TOK.finditer(line[d.end():]):
+            for t in TOK.finditer(line[d.end():]):
                 name = t.group(1)
                 if name in defined:
                     continue
@@ -197,7 +191,7 @@ def _function(state: int, chain: list[_Step], stops: dict[int, _Stop],
                     return None
             defined.add(d.group(1))
         for x in st.stop.operands:
-            for t in _TOK.finditer(x):
+            for t in TOK.finditer(x):
                 if t.group(1) in defined:
                     continue
                 if t.group(1) in live_in and t.group(1) in offsets:
@@ -231,12 +225,12 @@ def _function(state: int, chain: list[_Step], stops: dict[int, _Stop],
     if first.result is not None:
         for lane in range(32):
             x = _mangle(first.result, lane)
-            body += [f"  %r{lane} = getelementptr inbounds i8, ptr %f{lane}, i64 {_RESULT}",
+            body += [f"  %r{lane} = getelementptr inbounds i8, ptr %f{lane}, i64 {WARP_RESULT}",
                      f"  {x} = load i32, ptr %r{lane}"]
             env[lane][first.result] = x
 
     def rename(text: str, lane: int) -> str:
-        return _TOK.sub(lambda m: env[lane].get(m.group(1), m.group(0)), text)
+        return TOK.sub(lambda m: env[lane].get(m.group(1), m.group(0)), text)
 
     for k, st in enumerate(chain):
         if k > 0:  # the lanes' next order, as the block loop draws it before each step
@@ -265,7 +259,7 @@ def _function(state: int, chain: list[_Step], stops: dict[int, _Stop],
             else:
                 env[lane][r] = vals[shfl_source(kind, lane, b, c)]
     # where the scalar steps would have stopped: the warp record, the live values, `res`
-    stop_state = ((last.site + 1) | _STOP) - (1 << 32)
+    stop_state = ((last.site + 1) | WARP_STOP) - (1 << 32)
     for lane in range(32):
         for off, operand in enumerate(last.operands):
             p = f"%o{lane}.{off}"

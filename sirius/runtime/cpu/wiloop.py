@@ -41,33 +41,23 @@ from dataclasses import dataclass
 from sirius.analysis.irtypes import TypeParseError, type_align, type_size
 from sirius.analysis.irview import Function, Instr
 from sirius.runtime.cpu import lanechain
+from sirius.runtime.cpu.irpatterns import INT, META, TOK, WARP, WARP_RECORD, WARP_RESULT, WARP_STOP
 
-_TOK = re.compile(r'%("(?:[^"\\]|\\.)*"|[-\w.$]+)')
 _DEF = re.compile(r'\s*(%(?:"(?:[^"\\]|\\.)*"|[-\w.$]+)) = ')
 _LABEL = re.compile(r'^("(?:[^"\\]|\\.)*"|[-\w.$]+):')
 _BARRIER = re.compile(r"call i32 @sirius_rt_barrier\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
                       r"i32 (\d+), i32 (\S+), i32 (\S+)\)")
-_WARP = re.compile(r"call i32 @sirius_rt_warp\(ptr @__sirius_ctx, i32 (\S+), i32 (\S+), "
-                   r"i32 (\S+), i32 (\S+), i32 (\S+), i32 (\d+)\)")
-_INT = re.compile(r"-?\d+")
 # a line of the counters' slots at a function's start (lowering.counter_slots; group 1: an
 # alloca's counter offset, rewrite.py's flushes read it); the FLUSH markers at the stops are
 # comment lines, which `_blocks` drops
 COUNTER_SLOT = re.compile(r"\s*(?:%__cnt\.(\d+) = alloca i64, align 8|"
                           r"store i64 0, ptr %__cnt\.\d+, align 8)$")
-_META = re.compile(r", !(?:[\w.]+) !\d+")
 # pure instructions a resume point may recompute (their operands permitting)
 _PURE = {"getelementptr", "bitcast", "addrspacecast", "zext", "sext", "trunc", "add", "sub",
          "mul", "shl", "lshr", "ashr", "and", "or", "xor", "icmp", "select", "ptrtoint",
          "inttoptr", "udiv", "sdiv", "urem", "srem"}
 _SREG = re.compile(r"llvm\.nvvm\.read\.ptx\.sreg\.(tid|ntid|ctaid|nctaid)\.[xyz]$")
 REMAT_LIMIT = 16  # instructions one rematerialized value may need
-# a kernel with warp operations keeps its pending one in the first bytes of each thread's frame:
-# op, mask, val, b, c (written by the continuation when it stops there), site (by the runtime),
-# result (written by the runtime, read at the resume point): `wrec` in sirius_rt.c
-WARP_RECORD = 32
-WARP_RESULT = 24
-WARP_STOP = 1 << 31  # or-ed into the returned state at a warp operation
 FRAME_ALIGN = 16  # where the frame's slices start; no access claims more (_lower_align)
 _ALIGN = re.compile(r"\balign (\d+)")
 
@@ -128,7 +118,7 @@ def _blocks(body: list[str], entry: str) -> list[_Block] | None:
 
 def _stop(line: str) -> int | None:
     """The site of a barrier or warp operation (where a continuation stops), or None."""
-    m = _BARRIER.search(line) or _WARP.search(line)
+    m = _BARRIER.search(line) or WARP.search(line)
     return int(m.group(3) if m.re is _BARRIER else m.group(6)) if m else None
 
 
@@ -169,7 +159,7 @@ def _uses(line: str, values: set[str]) -> set[str]:
     """The values (of `values`: the function's definitions) a line reads."""
     m = _DEF.match(line)
     rhs = line[m.end():] if m else line
-    return {t.group(1) for t in _TOK.finditer(rhs)} & values
+    return {t.group(1) for t in TOK.finditer(rhs)} & values
 
 
 def _succs(term: str) -> list[str]:
@@ -267,7 +257,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
     read: set[str] | None = None  # every value some line reads, once a barrier has a result
 
     # allocas: slices of the frame; barriers: where the kernel stops
-    frame = WARP_RECORD if any(_WARP.search(line) for line in everything) else 0
+    frame = WARP_RECORD if any(WARP.search(line) for line in everything) else 0
     allocas: dict[str, int] = {}
     barriers = 0
     for bi, b in enumerate(blocks):
@@ -298,7 +288,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                         d is not None and d in read):
                     return None  # a named, counted or reducing barrier: fibers
                 barriers += 1
-            elif _WARP.search(line):
+            elif WARP.search(line):
                 barriers += 1
             elif "@sirius_rt_warp(" in line or "@sirius_rt_barrier(" in line:
                 return None  # a stop whose operands this does not parse: fibers
@@ -370,7 +360,7 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
         offsets[v] = frame
         frame += size
     frame_bytes = max(64, (frame + 63) // 64 * 64)
-    warp_sites = {int(m.group(6)) for line in everything for m in [_WARP.search(line)] if m}
+    warp_sites = {int(m.group(6)) for line in everything for m in [WARP.search(line)] if m}
     chains = lanechain.chains(blocks, live_at, remat, offsets, types, structs, frame_bytes,
                               {s + 1 for s in warp_sites})
     slot = {v: f"%__wslot.{i}" for i, v in enumerate(sorted(demoted))}
@@ -439,11 +429,11 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 if x in clones:
                     continue
                 c = tmp()
-                text = _META.sub("", def_line[x])
+                text = META.sub("", def_line[x])
                 # the operands cloned before, in one pass over the tokens (a resume point of a
                 # megakernel can have thousands of clones: one substitution per clone made the
                 # work-item loops of paper lstm_large's run for tens of minutes)
-                rhs = _TOK.sub(lambda m: clones.get(m.group(1), m.group(0)),
+                rhs = TOK.sub(lambda m: clones.get(m.group(1), m.group(0)),
                                text[_DEF.match(text).end():])
                 clones[x] = c
                 out.append(f"  {c} = " + rhs)
@@ -491,18 +481,18 @@ def transform(fn: Function, lines: list[str], structs: dict[str, str]) -> Loops 
                 continue
             s = _stop(line)
             if s is not None:
-                warp = _WARP.search(line)
+                warp = WARP.search(line)
                 state = s + 1
                 if not warp:
                     barrier_states.add(state)
                 else:  # the operation into the frame's record; its result comes at resume
                     warp_states.add(state)
                     kind, _, _, opb, opc, _ = warp.groups()
-                    if all(_INT.fullmatch(x) for x in (kind, opb, opc)):
+                    if all(INT.fullmatch(x) for x in (kind, opb, opc)):
                         warp_ops[state] = (int(kind), int(opb), int(opc))
                     pre, line = load_uses(line)
                     out += pre
-                    for off, operand in enumerate(_WARP.search(line).groups()[:5]):
+                    for off, operand in enumerate(WARP.search(line).groups()[:5]):
                         p, g = frame_ptr(4 * off)
                         out += [g, f"  store i32 {operand}, ptr {p}"]
                     state = (state | WARP_STOP) - (1 << 32)  # as LLVM prints an i32
