@@ -11,6 +11,11 @@ setup:
 setup-gpu: setup
 	@bash scripts/setup_gpu.sh
 
+# Everything a lent GPU machine runs, prepared here (no GPU needed): .gpu/carry.tgz (docs/gpu.md).
+.PHONY: gpu-carry
+gpu-carry: setup
+	@bash scripts/gpu_prepare.sh
+
 demo: setup
 	$(SIRIUS) fuse kernels/matmul_bias_act.cu -o out/matmul_bias_act
 	$(SIRIUS) verify kernels/matmul_bias_act.cu

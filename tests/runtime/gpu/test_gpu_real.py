@@ -4,9 +4,11 @@ inputs, and every observed buffer matches the CPU executor's run of the original
 tolerances), as does the fused program's against the GPU original.
 
 The programs are prepared here (clang, fusion, the CPU reference) unless SIRIUS_GPU_CARRY
-names a directory of carried programs, one sub-directory per program stem, written by
-`sirius bench PROGRAM.cu --prepare DIR/STEM` on a machine with clang (docs/gpu.md): that is how
-the test runs on a GPU machine without the compiler."""
+names a directory of carried programs written by `sirius bench PROGRAM.cu --prepare DIR/...` on
+a machine with clang (docs/gpu.md): that is how the test runs on a GPU machine without the
+compiler. Either one sub-directory per program stem, or `scripts/gpu_prepare.sh`'s layout,
+VARIANT/STEM: then `def` holds the plain fusions and every program under `grid` and
+`counters` (megakernels) is checked too."""
 
 from __future__ import annotations
 
@@ -29,10 +31,20 @@ PROGRAMS = sorted(p.name for p in KERNELS.glob("*.cu")) + \
     sorted(f"tvm/{p.name}" for p in (KERNELS / "tvm").glob("*.cu"))
 
 
+def _plain_root() -> Path:
+    root = Path(CARRY)
+    return root / "def" if (root / "def").is_dir() else root
+
+
+MEGAKERNELS = sorted(f"{v}/{d.name}" for v in ("grid", "counters")
+                     if CARRY and (Path(CARRY) / v).is_dir()
+                     for d in (Path(CARRY) / v).iterdir() if (d / "carry.json").exists())
+
+
 def _carried(name: str, tmp: Path) -> Path:
     stem = Path(name).stem
     if CARRY:
-        d = Path(CARRY) / stem
+        d = _plain_root() / stem
         if not (d / "carry.json").exists():
             pytest.skip(f"{d} was not prepared (sirius bench kernels/{name} --prepare {d})")
         return d
@@ -58,10 +70,21 @@ def device():
 
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_original_and_fused_match_the_cpu_executor(name: str, tmp_path: Path, device) -> None:
+    _check(_carried(name, tmp_path), device)
+
+
+@pytest.mark.parametrize("name", MEGAKERNELS)
+def test_megakernels_match_the_cpu_executor(name: str, device) -> None:
+    """The carried `grid` and `counters` megakernels (a wait that is never satisfied hangs the
+    kernel: run with pytest's `--timeout`, as docs/gpu.md does)."""
+    _check(Path(CARRY) / name, device)
+
+
+def _check(path: Path, device) -> None:
     from sirius.cli.bench import check_runs, gpu_check
     from sirius.runtime.gpu import carry
 
-    c = carry.load(_carried(name, tmp_path))
+    c = carry.load(path)
     runs = check_runs(c, device)
     assert not c.input_mismatches(runs["original"].initial), "inputs differ from the reference"
     rows = gpu_check(c.reference, runs, c.observed, plain=c.reference_plain)
