@@ -13,8 +13,8 @@ grid_sync_us and wait_us: one per segment edge). A measurement of launches i is 
 
     sum over i of  L + max(u x DRAM_i, compute_i, v x issue_i) + S_g x G_i + S_w x W_i
 
-(G_i, W_i: launch i's grid barriers and waits; a megakernel's terms are its segments' summed,
-where the model adds each segment's largest: exact when its segments share a bound)
+(G_i, W_i: launch i's grid barriers and waits; a megakernel launch's max is taken segment by
+segment and added up, as the model does)
 
 with DRAM_i, compute_i and issue_i the model's terms at the table's rates (model.py). For a
 fixed assignment of each launch to its largest term this is linear in (L, u, v, S_g, S_w), and it is
@@ -283,7 +283,10 @@ class _Row:
     grid barriers and dependence waits of its megakernel launches."""
 
     m: Measurement
-    terms: np.ndarray  # shape (launches, 3): DRAM at the table's bandwidth, compute, issue (f=1)
+    # shape (parts, 3): DRAM at the table's bandwidth, compute, issue (f=1), one row per plain
+    # launch and one per segment of a megakernel launch (the model adds each one's largest)
+    terms: np.ndarray
+    launches: int
     syncs: tuple[int, int] = (0, 0)  # grid barriers, dependence waits (one per segment edge)
 
 
@@ -302,7 +305,7 @@ def _syncs(c: LaunchCounts) -> tuple[int, int]:
 def _predict(rows: list[_Row], theta: np.ndarray) -> np.ndarray:
     """Predicted seconds per measurement for theta = (L, u, v, S_grid, S_wait)."""
     scale = np.array([theta[1], 1.0, theta[2]])
-    return np.array([len(r.terms) * theta[0] + (r.terms * scale).max(axis=1).sum()
+    return np.array([r.launches * theta[0] + (r.terms * scale).max(axis=1).sum()
                      + r.syncs[0] * theta[3] + r.syncs[1] * theta[4] for r in rows])
 
 
@@ -320,7 +323,7 @@ def _solve(rows: list[_Row], theta: np.ndarray, t: np.ndarray, anchor: np.ndarra
     rhs = t.copy()
     for k, r in enumerate(rows):
         bound = (r.terms * scale).argmax(axis=1)
-        cols[0, k] = len(r.terms)
+        cols[0, k] = r.launches
         cols[1, k] = r.terms[bound == _DRAM, _DRAM].sum()
         cols[2, k] = r.terms[bound == _ISSUE, _ISSUE].sum()
         cols[3, k], cols[4, k] = r.syncs
@@ -379,7 +382,8 @@ def fit(runs: Runs, gpu: Gpu, a: Assumptions) -> Calibration:
                          "does not fit on an SM)")
             continue
         ng, nw = (sum(_syncs(c)[i] for c in m.counts) for i in (0, 1))
-        rows.append(_Row(m, np.array([[e.dram, e.compute, e.issue] for e in es]), (ng, nw)))
+        parts = [p for e in es for p in (e.segments or [(e.dram, e.compute, e.issue)])]
+        rows.append(_Row(m, np.array(parts), len(es), (ng, nw)))
     if not rows:
         raise SiriusError(f"--calibrate {runs.path}: no measurement can be estimated on "
                           f"{gpu.name}")

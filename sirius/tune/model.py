@@ -341,6 +341,9 @@ class Estimate:
     dram_bytes: int = 0  # the bytes the DRAM term charged (footprint or executor bytes)
     sync: float = 0.0  # a megakernel: its grid barriers or dependence waits
     serial: float | None = None  # a megakernel: the sum over its segments of each one's bound
+    # a megakernel: each segment's (DRAM, compute, issue) terms, in order (calibrate.py fits
+    # them segment by segment, as `serial` adds them)
+    segments: tuple[tuple[float, float, float], ...] = ()
 
     @property
     def body(self) -> float:
@@ -458,7 +461,7 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
         dram, compute, issue = (sum(x[i] for x in per) for i in range(3))
         return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w,
                         tuple(notes), dram_bytes, syncs * each * 1e-6,
-                        sum(max(x) for x in per))
+                        sum(max(x) for x in per), tuple(per))
     dram, compute, issue = terms(c.instructions, dram_bytes, c.flops, whole)
     return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes),
                     dram_bytes)

@@ -112,11 +112,14 @@ def test_whole_program_measurements_of_several_kernels(tmp_path):
 
 
 def _megakernel(sync: str, nseg: int, i: int) -> LaunchCounts:
-    """A megakernel of `nseg` equal segments (each DRAM-bound), on 132 blocks."""
-    seg = Segment(instructions=20_000 * (i + 1), dram_bytes=(1 << 20) * (i + 1))
+    """A megakernel of `nseg` segments on 132 blocks, DRAM-bound and issue-bound in turn (the
+    fit must take each segment's largest term, as the model does, not the sum's)."""
+    dram = Segment(instructions=20_000 * (i + 1), dram_bytes=(1 << 22) * (i + 1))
+    issue = Segment(instructions=(1 << 26) * (i + 1), dram_bytes=4096)
+    segs = tuple(dram if k % 2 else issue for k in range(nseg))
     return LaunchCounts(f"mk{i}", f"mk{i}", (132, 1, 1), (256, 1, 1), 0,
-                        seg.instructions * nseg, seg.dram_bytes * nseg, (), 32, 0,
-                        sync=sync, segments=(seg,) * nseg)
+                        sum(g.instructions for g in segs), sum(g.dram_bytes for g in segs), (),
+                        32, 0, sync=sync, segments=segs)
 
 
 def test_the_fit_recovers_barrier_and_wait_costs():
