@@ -2,6 +2,7 @@
 folder) into a RUNS.json for `sirius tune --calibrate` (schema sirius-runs/1, docs/tune.md).
 
     python3 scripts/bench_to_runs.py CAMPAIGN_DIR TUNE_ROOT -o RUNS.json [--gpu H200] [--whole]
+                                     [--inline]
 
 CAMPAIGN_DIR holds VARIANT__STEM.json bench results (VARIANT: def, grid or counters, as
 gpu_campaign.py names them); TUNE_ROOT/STEM/tune.json is `sirius tune PROGRAM --measure off -o
@@ -15,6 +16,9 @@ With `--whole`, each program's CUDA-graph replay is one measurement instead (`"k
 every launch of the variant; a variant whose launches tune.json does not all keep is left
 out): no host issues anything between its launches, so the launch overhead fitted is the
 graph's.
+
+With `--inline`, each measurement holds its launches' counts (`"launches"`) instead of a
+reference into tune.json: the RUNS.json then stands alone (docs/measurements/ keeps one).
 
 What a launch's time is: the eager replay records a CUDA event after every operation, so a
 launch is timed from the event before it to the one after; when the host issues launches more
@@ -59,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("tune_root")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--gpu", default="H200", help="the table entry the counts are costed with")
+    ap.add_argument("--inline", action="store_true",
+                    help="write the launches' counts into RUNS.json (no tune.json needed)")
     ap.add_argument("--whole", action="store_true",
                     help="one measurement per program: its CUDA-graph replay's median")
     args = ap.parse_args(argv)
@@ -105,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
                     "label": f"{stem} {side if side == 'original' else label}: "
                              f"launch {r['index']} ({r['kernel']})",
                     "from": {"tune_json": rel, "variant": label, "launches": [r["index"]]}})
+    if args.inline:
+        for m in measurements:
+            ref = m.pop("from")
+            les = _variant(json.loads((out.parent / ref["tune_json"]).read_text()),
+                           ref["variant"])["launch_estimates"]
+            m["launches"] = [les[i]["counts"] for i in ref["launches"]]
     if not measurements:
         print("no measurement matched a tune.json", file=sys.stderr)
         return 2

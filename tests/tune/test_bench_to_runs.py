@@ -85,6 +85,19 @@ def test_whole_programs(dirs, tmp_path) -> None:
     assert "graph" in runs.method
 
 
+def test_inline_counts_stand_alone(dirs, tmp_path) -> None:
+    camp, tune = dirs
+    out = tmp_path / "alone" / "runs.json"
+    out.parent.mkdir()
+    assert b2r.main([str(camp), str(tune), "-o", str(out), "--whole", "--inline"]) == 0
+    doc = json.loads(out.read_text())
+    assert all("from" not in m and m["launches"] for m in doc["measurements"])
+    (tune / "prog" / "tune.json").unlink()  # not needed any more
+    runs = load_runs(out)
+    assert [[c.kernel for c in m.counts] for m in runs.measurements] == \
+        [[k for k, _ in ORIGINAL], [k for k, _ in FUSED]]
+
+
 def test_nothing_matched_is_an_error(tmp_path, capsys) -> None:
     (tmp_path / "c").mkdir()
     assert b2r.main([str(tmp_path / "c"), str(tmp_path), "-o", str(tmp_path / "r.json")]) == 2
