@@ -83,12 +83,12 @@ def rounding_allowance(got: np.ndarray, want: np.ndarray, plain: np.ndarray | No
             not np.array_equal(g64[~fin & ~np.isnan(w64)], w64[~fin & ~np.isnan(w64)]):
         return ""
     dev = float(np.abs(g64[fin] - w64[fin]).max(initial=0.0))
+    top = float(np.abs(w64[fin]).max(initial=0.0))
     if plain is not None and np.asarray(plain).size == w.size:
         p64 = np.asarray(plain).reshape(-1).astype(np.float64)
         both = fin & np.isfinite(p64)
         spread = float(np.abs(p64[both] - w64[both]).max(initial=0.0))
         if spread > 0 and dev <= SENSITIVITY_FACTOR * spread:
-            top = float(np.abs(w64[fin]).max(initial=0.0))
             chaos = (f"; the program's outputs are dominated by rounding ({spread:.3g} against "
                      f"values up to {top:.3g}): no comparison with another machine can check "
                      "them, only GPU fused against GPU original" if spread > 0.01 * top else "")
@@ -97,7 +97,6 @@ def rounding_allowance(got: np.ndarray, want: np.ndarray, plain: np.ndarray | No
                     f"reference, the GPU {dev:.3g} (at most {SENSITIVITY_FACTOR:g}x allowed)"
                     + chaos)
     if w.dtype == np.float16:
-        top = float(np.abs(w64[fin]).max(initial=0.0))
         ulp = 2.0 ** (np.floor(np.log2(top)) - 10) if top > 0 else 0.0
         if dev <= HALF_ULPS * ulp:
             return (f"within {HALF_ULPS} ulps of the buffer's largest magnitude ({top:.3g}: "

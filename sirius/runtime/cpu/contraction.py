@@ -32,8 +32,8 @@ an ulp or two). `sirius bench` and `verify --device gpu` compare with verify's t
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass
 
 _TYPE = r"(?:float|double|<\d+ x (?:float|double)>)"
 _FLAGS = r"((?: (?:fast|contract|reassoc|nnan|ninf|nsz|arcp|afn))*)"
@@ -43,32 +43,13 @@ _LABEL = re.compile(r"^([-\w.$]+|\"[^\"]*\"):")
 _USE = re.compile(r"%[-\w.$]+")
 
 
-@dataclass(frozen=True)
-class Contracted:
-    """A device program (what the interpreter loads) whose module is `like_nvptx`'s."""
-
-    device_ir: str
-    device_module: object
-    files: tuple
-
-
-def contracted(program) -> Contracted:
-    """`program` (device_ir, files) with its multiply-adds contracted as on the GPU."""
+def contracted(program):
+    """`program` (a dataclass with `device_ir` and `device_module`, as the frontend's Program)
+    with its multiply-adds contracted as on the GPU."""
     from sirius.frontend import llvmctx
 
     ir = like_nvptx(program.device_ir)
-    return Contracted(ir, llvmctx.parse(ir), tuple(program.files))
-
-
-@dataclass
-class _Op:
-    line: int
-    name: str
-    op: str
-    contract: bool
-    ty: str
-    a: str
-    b: str
+    return dataclasses.replace(program, device_ir=ir, device_module=llvmctx.parse(ir))
 
 
 def _intrinsic(ty: str) -> str:
@@ -104,22 +85,22 @@ def _function(lines: list[str], start: int, end: int, used: set) -> None:
         text = lines[j].split(" = ", 1)[1] if " = " in lines[j] else lines[j]
         for u in _USE.findall(text.split(", !")[0]):
             uses[u] = uses.get(u, 0) + 1
-    block: dict[str, _Op] = {}
+    muls: dict[str, tuple[str, str, str]] = {}  # this block's contract fmuls: type, x, y
     for j in range(start, end):
         line = lines[j]
         if _LABEL.match(line):
-            block = {}
+            muls = {}
             continue
         m = _BIN.match(line)
         if not m:
             continue
         indent, name, op, flags, ty, a, b, rest = m.groups()
-        contract = "contract" in flags or "fast" in flags
-        here = _Op(j, name, op, contract, ty, a, b)
-        block[name] = here
-        if op == "fmul" or not contract:
+        if "contract" not in flags and "fast" not in flags:
             continue
-        ma, mb = (_mul(block, v, ty) for v in (a, b))
+        if op == "fmul":
+            muls[name] = (ty, a, b)
+            continue
+        ma, mb = (muls[v] if v in muls and muls[v][0] == ty else None for v in (a, b))
         if ma and mb:  # two multiplies: the one with fewer uses, the first on a tie
             pick = "b" if uses.get(a, 0) > uses.get(b, 0) else "a"
         else:
@@ -130,20 +111,16 @@ def _function(lines: list[str], start: int, end: int, used: set) -> None:
         used.add((ty, fn))
         keep = " ".join(f for f in flags.split() if f != "reassoc")
         call = f"call {keep + ' ' if keep else ''}{ty} @{fn}"
-        mul = ma if pick == "a" else mb
+        _, x, y = ma if pick == "a" else mb
         other = b if pick == "a" else a
         if op == "fadd":
-            lines[j] = f"{indent}{name} = {call}({ty} {mul.a}, {ty} {mul.b}, {ty} {other}){rest}"
+            lines[j] = f"{indent}{name} = {call}({ty} {x}, {ty} {y}, {ty} {other}){rest}"
         elif pick == "a":  # (x * y) - z = fma(x, y, -z)
             lines[j] = (f"{indent}{name}.neg = fneg {ty} {other}\n"
-                        f"{indent}{name} = {call}({ty} {mul.a}, {ty} {mul.b}, {ty} {name}.neg)"
+                        f"{indent}{name} = {call}({ty} {x}, {ty} {y}, {ty} {name}.neg)"
                         f"{rest}")
         else:  # z - (x * y) = fma(-x, y, z)
-            lines[j] = (f"{indent}{name}.neg = fneg {ty} {mul.a}\n"
-                        f"{indent}{name} = {call}({ty} {name}.neg, {ty} {mul.b}, {ty} {other})"
+            lines[j] = (f"{indent}{name}.neg = fneg {ty} {x}\n"
+                        f"{indent}{name} = {call}({ty} {name}.neg, {ty} {y}, {ty} {other})"
                         f"{rest}")
 
-
-def _mul(block: dict[str, _Op], v: str, ty: str) -> _Op | None:
-    op = block.get(v)
-    return op if op is not None and op.op == "fmul" and op.contract and op.ty == ty else None
