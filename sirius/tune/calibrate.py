@@ -38,7 +38,7 @@ import numpy as np
 
 from sirius.diagnostics import SiriusError
 from sirius.tune.gpus import Gpu
-from sirius.tune.model import Assumptions, LaunchCounts, estimate
+from sirius.tune.model import Assumptions, LaunchCounts, estimate, segment_syncs
 
 SCHEMA = "sirius-runs/1"
 # a measurement's "kernel" when it times the launches of several kernels together (a whole
@@ -294,14 +294,6 @@ _DRAM, _COMPUTE, _ISSUE = 0, 1, 2
 _NPAR = 5  # theta = (L, u, v, S_grid, S_wait), seconds for L and the S
 
 
-def _syncs(c: LaunchCounts) -> tuple[int, int]:
-    """A megakernel launch's synchronisations between segments, as model.py counts them."""
-    if not c.segments:
-        return 0, 0
-    n = len(c.segments) * c.iterations - 1
-    return (n, 0) if c.sync == "grid" else (0, n)
-
-
 def _predict(rows: list[_Row], theta: np.ndarray) -> np.ndarray:
     """Predicted seconds per measurement for theta = (L, u, v, S_grid, S_wait)."""
     scale = np.array([theta[1], 1.0, theta[2]])
@@ -381,7 +373,8 @@ def fit(runs: Runs, gpu: Gpu, a: Assumptions) -> Calibration:
             notes.append(f"{m.label}: left out: a launch cannot run on {gpu.name} (its block "
                          "does not fit on an SM)")
             continue
-        ng, nw = (sum(_syncs(c)[i] for c in m.counts) for i in (0, 1))
+        ng = sum(segment_syncs(c) for c in m.counts if c.sync == "grid")
+        nw = sum(segment_syncs(c) for c in m.counts if c.sync != "grid")
         parts = [p for e in es for p in (e.segments or [(e.dram, e.compute, e.issue)])]
         rows.append(_Row(m, np.array(parts), len(es), (ng, nw)))
     if not rows:

@@ -449,9 +449,7 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
                              slow))
         each = a.grid_sync_us if c.sync == "grid" else a.wait_us
         n = len(c.segments)
-        # a device loop: a sync between every two segment runs, across iterations too (a
-        # grid barrier, or the waits on the iteration before)
-        syncs = n * c.iterations - 1
+        syncs = segment_syncs(c)
         loop = f" in a device loop of {c.iterations} iterations" if c.iterations > 1 else ""
         notes.append(f"megakernel ({c.sync}): {n} segments{loop}, each bound by its own "
                      f"largest term, one after another; {syncs} x {each} us of "
@@ -465,6 +463,13 @@ def estimate(c: LaunchCounts, gpu: Gpu, a: Assumptions = Assumptions()) -> Estim
     dram, compute, issue = terms(c.instructions, dram_bytes, c.flops, whole)
     return Estimate(c.kernel, gpu.launch_us * 1e-6, dram, compute, issue, occ, w, tuple(notes),
                     dram_bytes)
+
+
+def segment_syncs(c: LaunchCounts) -> int:
+    """A megakernel launch's grid barriers (`grid`) or dependence waits (`counters`): one
+    between every two segment runs, in a device loop across iterations too (0 for a plain
+    launch)."""
+    return len(c.segments) * c.iterations - 1 if c.segments else 0
 
 
 # a whole program --------------------------------------------------------------------------------
