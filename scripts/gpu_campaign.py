@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 
-def _worker(out: Path, bench_args: list[str], dirs: list[str]) -> int:
+def _worker(out: Path, bench_args: list[str], dirs: list[str], save: bool) -> int:
     """Bench `dirs` in turn in this process; after each, one line `done NAME RC SECONDS` on
     stdout (the parent's record of progress)."""
     from sirius.cli.bench import main
@@ -46,10 +46,9 @@ def _worker(out: Path, bench_args: list[str], dirs: list[str]) -> int:
         err = io.StringIO()
         try:
             with contextlib.redirect_stderr(err):
-                save = (["--save-outputs", str(out / f"{name}.npz")]
-                        if "--save" in bench_args else [])
-                rc = main(["--from", d, "--json", "-o", str(out / f"{name}.json"), *save,
-                           *[a for a in bench_args if a != "--save"]])
+                keep = ["--save-outputs", str(out / f"{name}.npz")] if save else []
+                rc = main(["--from", d, "--json", "-o", str(out / f"{name}.json"), *keep,
+                           *bench_args])
         except BaseException as e:  # noqa: BLE001 - a crash of one program is its result
             rc = 3
             err.write(f"\n{type(e).__name__}: {e}")
@@ -89,9 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     bench_args = (["--check-only"] if args.check_only else
                   [*([] if args.no_per_launch else ["--per-launch"]), "--runs", str(args.runs),
                    "--warmup", str(args.warmup), "--input-sets", str(args.input_sets)])
-    bench_args += ["--save"] if args.save else []
     if args.worker is not None:
-        return _worker(out, bench_args, args.worker)
+        return _worker(out, bench_args, args.worker, args.save)
 
     root = Path(args.carry_root)
     variants = ([root / v for v in args.variants.split(",")] if args.variants
@@ -102,16 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         todo = [d for d in todo if _name(Path(d)) in args.only.split(",")]
     t_start = time.monotonic()
     summary: dict[str, dict] = {}
-    while todo:
-        left = args.budget - (time.monotonic() - t_start)
-        if left <= 0:
-            break
-        cmd = [sys.executable, __file__, args.carry_root, args.out_dir,
-               "--runs", str(args.runs), "--warmup", str(args.warmup),
-               "--input-sets", str(args.input_sets),
-               *(["--check-only"] if args.check_only else []),
-               *(["--no-per-launch"] if args.no_per_launch else []),
-               *(["--save"] if args.save else []), "--worker", *todo]
+    own = list(sys.argv[1:] if argv is None else argv)  # a worker gets the same options
+    while todo and time.monotonic() - t_start < args.budget:
+        cmd = [sys.executable, __file__, *own, "--worker", *todo]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         lines: queue.Queue = queue.Queue()
