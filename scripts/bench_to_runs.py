@@ -90,8 +90,15 @@ def main(argv: list[str] | None = None) -> int:
                 skipped.append(f"{f.stem} {side}: {why}")
                 continue
             rel = os.path.relpath(tune, out.parent)
+            les = v["launch_estimates"]
+
+            def counts(idx: list[int], rel=rel, label=label, les=les) -> dict:
+                """The launches: a reference into tune.json, or (--inline) their counts."""
+                if args.inline:
+                    return {"launches": [les[i]["counts"] for i in idx]}
+                return {"from": {"tune_json": rel, "variant": label, "launches": idx}}
             if args.whole:
-                n = len(v["launch_estimates"])
+                n = len(les)
                 graph = (bench.get("timings") or {}).get(f"{side}_graph")
                 if graph is None or n != len(rows) or v.get("launch_estimates_truncated"):
                     skipped.append(f"{f.stem} {side}: no graph timing, or tune.json keeps "
@@ -102,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                     "p10_us": graph["p10_us"], "p90_us": graph["p90_us"],
                     "label": f"{stem} {side if side == 'original' else label} (graph, "
                              f"{n} launches)",
-                    "from": {"tune_json": rel, "variant": label, "launches": list(range(n))}})
+                    **counts(list(range(n)))})
                 continue
             for r in rows:
                 measurements.append({
@@ -110,13 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                     "p10_us": r["p10_us"], "p90_us": r["p90_us"],
                     "label": f"{stem} {side if side == 'original' else label}: "
                              f"launch {r['index']} ({r['kernel']})",
-                    "from": {"tune_json": rel, "variant": label, "launches": [r["index"]]}})
-    if args.inline:
-        for m in measurements:
-            ref = m.pop("from")
-            les = _variant(json.loads((out.parent / ref["tune_json"]).read_text()),
-                           ref["variant"])["launch_estimates"]
-            m["launches"] = [les[i]["counts"] for i in ref["launches"]]
+                    **counts([r["index"]])})
     if not measurements:
         print("no measurement matched a tune.json", file=sys.stderr)
         return 2
