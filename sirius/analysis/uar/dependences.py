@@ -20,6 +20,7 @@ conservative answer (GLOBAL width, no pruning).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -32,6 +33,7 @@ from sirius.analysis.uar.effects import READ, WRITE, Effect, Statement
 from sirius.analysis.uar.widths import Width, WidthResult, width_of
 
 KINDS = (("RAW", WRITE, READ), ("WAR", READ, WRITE), ("WAW", WRITE, WRITE))
+_UNASKED = object()
 BUDGET = 30_000  # isl operations for one question (about 0.1 s); beyond: the safe answer
 
 
@@ -186,13 +188,29 @@ class DependenceFinder:
     def dependence(self, kind: str, buffer: str, s: Statement, es: Effect, d: Statement,
                    ed: Effect) -> Dependence | None:
         # the effects are kept in the entry: their ids are not reused while it lives
-        key = (kind, buffer, id(es), id(ed), s.id, d.id, order_constraint(s, d))
+        order = order_constraint(s, d)
+        key = (kind, buffer, id(es), id(ed), s.id, d.id, order)
         hit = self._memo.get(key)
         if hit is not None and hit[0] is es and hit[1] is ed:
             return hit[2]
-        dep = self._dependence(kind, buffer, s, es, d, ed)
+        # The same question about a renamed buffer (storage splitting gives a version a buffer
+        # of its own, and the UAR is built again): the answer is a function of everything in
+        # this key, the buffer's name apart, which the relations below do not mention.
+        same = ("renamed", kind, self.canonical(es), self.canonical(ed), es.exact, ed.exact,
+                s.id, d.id, s.kind, d.kind, order, self._summary_key(s), self._summary_key(d))
+        got = self._memo.get(same, _UNASKED)
+        if got is not _UNASKED:
+            dep = got if got is None or got.buffer == buffer else \
+                dataclasses.replace(got, buffer=buffer)
+        else:
+            dep = self._dependence(kind, buffer, s, es, d, ed)
+            self._memo[same] = dep
         self._memo[key] = (es, ed, dep)
         return dep
+
+    def _summary_key(self, st: Statement):
+        summary = self.summaries.get(st.id)
+        return None if summary is None else summary.key
 
     def _dependence(self, kind: str, buffer: str, s: Statement, es: Effect, d: Statement,
                     ed: Effect) -> Dependence | None:

@@ -134,7 +134,7 @@ def split_storage(host: HostProgram, uar: UAR,
     if uar.program is not host and uar.program != host:
         raise ValueError("split_storage: the UAR was built for another host program")
     refused = _refusals(host)
-    launches = _top_level_launches(host, uar)
+    index = _BufferIndex.of(_top_level_launches(host, uar), uar)
     notes: list[str] = []
     splits: list[BufferSplit] = []
     taken = {x.name for x in host.buffers}
@@ -147,7 +147,7 @@ def split_storage(host: HostProgram, uar: UAR,
         if b.name in uar.escaped:  # a copy would leave the stored addresses behind
             notes.append(f"{b.name}: not split: its address may be stored in device memory")
             continue
-        uses, why = _uses(b, launches, uar)
+        uses, why = _uses(b, index)
         if uses is None:
             notes.append(f"{b.name}: not split: {why}")
             continue
@@ -236,26 +236,46 @@ def _top_level_launches(host: HostProgram, uar: UAR) -> dict[int, Statement]:
     return out
 
 
-def _uses(b: Buffer, launches: dict[int, Statement], uar: UAR
-          ) -> tuple[list[_Use] | None, str]:
+@dataclass(frozen=True)
+class _BufferIndex:
+    """Who touches each buffer, gathered in one pass over the program (paper lstm_large: 103
+    temp buffers against 4,090 launches; scanning every launch per buffer took 6 s)."""
+
+    args: dict[str, list[tuple[Statement, tuple]]]  # buffer -> (launch, its offsets), in order
+    effects: dict[str, dict[str, list[Effect]]]  # buffer -> statement id -> its effects there
+
+    @staticmethod
+    def of(launches: dict[int, Statement], uar: UAR) -> _BufferIndex:
+        args: dict[str, list[tuple[Statement, tuple]]] = {}
+        for pos in sorted(launches):
+            st = launches[pos]
+            launch = st.op
+            assert isinstance(launch, Launch)
+            offsets: dict[str, list] = {}
+            for a in launch.args:
+                if isinstance(a, BufferArg) and isinstance(a.address, DevRef):
+                    offsets.setdefault(a.address.buffer, []).append(a.address.offset.const)
+            for name, offs in offsets.items():
+                args.setdefault(name, []).append((st, tuple(offs)))
+        effects: dict[str, dict[str, list[Effect]]] = {}
+        for sid, es in uar.effects.items():
+            for e in es:
+                effects.setdefault(e.buffer, {}).setdefault(sid, []).append(e)
+        return _BufferIndex(args, effects)
+
+
+def _uses(b: Buffer, index: _BufferIndex) -> tuple[list[_Use] | None, str]:
     uses: list[_Use] = []
     served: set[str] = set()
-    for pos in sorted(launches):
-        st = launches[pos]
-        launch = st.op
-        assert isinstance(launch, Launch)
-        offsets = tuple(a.address.offset.const for a in launch.args
-                        if isinstance(a, BufferArg) and isinstance(a.address, DevRef)
-                        and a.address.buffer == b.name)
-        if not offsets:
-            continue
+    touched = index.effects.get(b.name, {})
+    for st, offsets in index.args.get(b.name, ()):
         served.add(st.id)
-        effects = [e for e in uar.effects[st.id] if e.buffer == b.name]
+        effects = touched.get(st.id, [])
         uses.append(_Use(st, _may(e for e in effects if e.mode == READ),
                          _must(e for e in effects if e.mode == WRITE), _box(effects),
                          any(_unbounded(e) for e in effects), offsets))
-    for sid, effects in uar.effects.items():
-        if sid not in served and any(e.buffer == b.name for e in effects):
+    for sid in touched:
+        if sid not in served:
             return None, f"{sid} touches it without receiving it"
     if not uses:
         return None, "no launch uses it"
