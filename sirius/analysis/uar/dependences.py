@@ -69,8 +69,10 @@ def order_constraint(a: Statement, b: Statement) -> str | None:
     return " or ".join(f"({o})" for o in options) if options else None
 
 
-def order_map(a: Statement, b: Statement, threads: bool = False) -> isl.Map | None:
-    c = order_constraint(a, b)
+def order_map(a: Statement, b: Statement, threads: bool = False,
+              constraint: str | None = "") -> isl.Map | None:
+    """`constraint`: order_constraint(a, b) where the caller has it."""
+    c = order_constraint(a, b) if constraint == "" else constraint
     if c is None:
         return None
     params = sorted(set(islutil.param_names(a.domain)) | set(islutil.param_names(b.domain)))
@@ -197,24 +199,27 @@ class DependenceFinder:
         # of its own, and the UAR is built again): the answer is a function of everything in
         # this key, the buffer's name apart, which the relations below do not mention.
         same = ("renamed", kind, self.canonical(es), self.canonical(ed), es.exact, ed.exact,
-                s.id, d.id, s.kind, d.kind, order, self._summary_key(s), self._summary_key(d))
+                s.id, d.id, s.kind, d.kind, order, self._summary_id(s), self._summary_id(d))
         got = self._memo.get(same, _UNASKED)
         if got is not _UNASKED:
             dep = got if got is None or got.buffer == buffer else \
                 dataclasses.replace(got, buffer=buffer)
         else:
-            dep = self._dependence(kind, buffer, s, es, d, ed)
+            dep = self._dependence(kind, buffer, s, es, d, ed, order)
             self._memo[same] = dep
         self._memo[key] = (es, ed, dep)
         return dep
 
-    def _summary_key(self, st: Statement):
+    def _summary_id(self, st: Statement) -> int | None:
+        """The identity of the statement's kernel summary: the analyzer that owns the memo
+        keeps every summary it made (hashing the summary's key, a launch binding, cost more
+        than the question it saved on paper lstm_large)."""
         summary = self.summaries.get(st.id)
-        return None if summary is None else summary.key
+        return None if summary is None else id(summary)
 
     def _dependence(self, kind: str, buffer: str, s: Statement, es: Effect, d: Statement,
-                    ed: Effect) -> Dependence | None:
-        order = order_map(s, d)
+                    ed: Effect, constraint: str | None = "") -> Dependence | None:
+        order = order_map(s, d, constraint=constraint)
         if order is None:
             return None
         rel = self.host(s, es).apply_range(self.host(d, ed).reverse())
@@ -225,8 +230,8 @@ class DependenceFinder:
         if s.kind != "launch" or d.kind != "launch":
             return Dependence(s.id, d.id, kind, buffer, rel, Width.GLOBAL, exact)
         # Identical launches (the layers of a model) ask identical questions: one answer each.
-        key = (self.canonical(es), self.canonical(ed), order_constraint(s, d),
-               self.summaries[s.id].key, self.summaries[d.id].key)
+        key = (self.canonical(es), self.canonical(ed), order_constraint(s, d) if constraint == ""
+               else constraint, self.summaries[s.id].key, self.summaries[d.id].key)
         got = self._widths.get(key)
         if got is None:
             got = self._widths[key] = self.width(s, es, d, ed)
