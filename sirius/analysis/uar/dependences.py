@@ -20,9 +20,8 @@ conservative answer (GLOBAL width, no pruning).
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import islpy as isl
 
@@ -69,10 +68,13 @@ def order_constraint(a: Statement, b: Statement) -> str | None:
     return " or ".join(f"({o})" for o in options) if options else None
 
 
-def order_map(a: Statement, b: Statement, threads: bool = False,
-              constraint: str | None = "") -> isl.Map | None:
-    """`constraint`: order_constraint(a, b) where the caller has it."""
-    c = order_constraint(a, b) if constraint == "" else constraint
+def order_map(a: Statement, b: Statement, threads: bool = False) -> isl.Map | None:
+    return _order_map(a, b, order_constraint(a, b), threads)
+
+
+def _order_map(a: Statement, b: Statement, c: str | None, threads: bool = False
+               ) -> isl.Map | None:
+    """order_map with `c`, order_constraint(a, b), computed by the caller."""
     if c is None:
         return None
     params = sorted(set(islutil.param_names(a.domain)) | set(islutil.param_names(b.domain)))
@@ -203,7 +205,7 @@ class DependenceFinder:
         got = self._memo.get(same, _UNASKED)
         if got is not _UNASKED:
             dep = got if got is None or got.buffer == buffer else \
-                dataclasses.replace(got, buffer=buffer)
+                replace(got, buffer=buffer)
         else:
             dep = self._dependence(kind, buffer, s, es, d, ed, order)
             self._memo[same] = dep
@@ -218,8 +220,8 @@ class DependenceFinder:
         return None if summary is None else id(summary)
 
     def _dependence(self, kind: str, buffer: str, s: Statement, es: Effect, d: Statement,
-                    ed: Effect, constraint: str | None = "") -> Dependence | None:
-        order = order_map(s, d, constraint=constraint)
+                    ed: Effect, constraint: str | None) -> Dependence | None:
+        order = _order_map(s, d, constraint)
         if order is None:
             return None
         rel = self.host(s, es).apply_range(self.host(d, ed).reverse())
@@ -230,8 +232,8 @@ class DependenceFinder:
         if s.kind != "launch" or d.kind != "launch":
             return Dependence(s.id, d.id, kind, buffer, rel, Width.GLOBAL, exact)
         # Identical launches (the layers of a model) ask identical questions: one answer each.
-        key = (self.canonical(es), self.canonical(ed), order_constraint(s, d) if constraint == ""
-               else constraint, self.summaries[s.id].key, self.summaries[d.id].key)
+        key = (self.canonical(es), self.canonical(ed), constraint, self.summaries[s.id].key,
+               self.summaries[d.id].key)
         got = self._widths.get(key)
         if got is None:
             got = self._widths[key] = self.width(s, es, d, ed)
