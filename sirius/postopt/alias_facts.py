@@ -153,8 +153,8 @@ def _has_alwaysinline(view: ModuleView, name: str) -> bool:
     if re.search(r"\balwaysinline\b", head):
         return True
     m = re.search(r"#(\d+)", head)
-    return m is not None and bool(re.search(
-        rf"^attributes #{m.group(1)} = \{{[^\n]*\balwaysinline\b", view.text, re.M))
+    return m is not None and bool(re.search(r"\balwaysinline\b",
+                                            view.attribute_group(int(m.group(1))) or ""))
 
 
 def _takes_pointer(view: ModuleView, name: str) -> bool:

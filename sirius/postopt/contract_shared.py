@@ -42,7 +42,9 @@ value any thread reads. A launch's blocks start with fresh shared memory, which 
 no read depends on what a previous launch left.
 
 The pass's notes name each buffer, its bytes and the per-block slice. Requires the fused host
-program and runs the kernel analysis on K only when parts 1-3 leave a candidate.
+program and runs the kernel analysis only when parts 1-3 leave a candidate, and then on the
+candidate kernels alone (on every launched kernel when one of them loads a pointer from memory:
+the points-to analysis reads every launch).
 """
 
 from __future__ import annotations
@@ -316,6 +318,7 @@ class ContractShared(ModulePass):
         gone: set[str] = set()
         nulls: set[tuple[str, int]] = set()
         builder = None  # made for the first candidate that gets this far
+        memo: dict[tuple[str, int], _Chain | str] = {}  # (kernel, parameter) -> _chain's
         for bname, (kname, params) in sorted(cands.items()):
             k = kernels.get(kname)
             ops = launches.get(kname, [])
@@ -325,7 +328,7 @@ class ContractShared(ModulePass):
             offs = _offsets(ops, bname, params)
             if offs is None:
                 continue
-            chains = [_chain(lines, k, j) for j in params]
+            chains = _chains(memo, lines, k, params)
             if any(isinstance(c, str) for c in chains):
                 continue
             loads = {i for c in chains for i in c.loads}  # type: ignore[union-attr]
@@ -333,8 +336,8 @@ class ContractShared(ModulePass):
             if not loads or not _ordered(lines, k, loads, stores):
                 continue
             if builder is None:
-                builder = _effects(text, host)
-            got = _per_block(builder, host, kname, bname, self.limit)
+                builder = _Effects(module.peek(), host, _ready(cands, kernels, lines, memo))
+            got = _per_block(builder.of(kname), host, kname, bname, self.limit)
             if isinstance(got, str):
                 continue
             (c0, cx, cy, cz), size = got
@@ -386,29 +389,77 @@ def _offsets(ops: list[Launch], buffer: str, params: list[int]) -> dict[int, int
     return out
 
 
-def _effects(text: str, host: HostProgram):
-    """The effect builder over the module's launched kernels (one per pass run: every
-    candidate buffer asks it), or why there is none."""
-    from sirius.analysis.irview import build_view
-    from sirius.analysis.kernel.access import KernelAnalyzer
-    from sirius.analysis.kernel.facts import kernel_infos
-    from sirius.analysis.uar.effects import EffectBuilder
-    from sirius.frontend import llvmctx
+def _chains(memo: dict[tuple[str, int], _Chain | str], lines: list[str], k: KernelText,
+            params: list[int]) -> list[_Chain | str]:
+    """`_chain` of each parameter of `params` of `k`, kept in `memo` by (kernel, parameter)."""
+    for j in params:
+        if (k.name, j) not in memo:
+            memo[k.name, j] = _chain(lines, k, j)
+    return [memo[k.name, j] for j in params]
 
-    # every launched kernel: the effect builder's points-to analysis (pointers loaded from
-    # memory) reads the summaries of all launches
-    launched = set(host.launches_by_kernel())
-    view = build_view(llvmctx.parse(text), only=launched)
-    infos = [i for i in kernel_infos(view) if i.mangled in launched]
-    if {i.mangled for i in infos} != launched:
-        return "a launched kernel is not in the module"
-    return EffectBuilder(host, KernelAnalyzer(view, infos))
+
+def _ready(cands: dict[str, tuple[str, list[int]]], kernels: dict[str, KernelText],
+           lines: list[str], memo: dict[tuple[str, int], _Chain | str]) -> set[str]:
+    """The kernels of the candidates whose text passes parts 1 and 2 (a superset of those
+    that reach part 4: the host checks in `run` come after); each chain is kept in `memo`."""
+    out = set()
+    for kname, params in cands.values():
+        k = kernels.get(kname)
+        if k is None or kname in out:
+            continue
+        chains = _chains(memo, lines, k, params)
+        if any(isinstance(c, str) for c in chains):
+            continue
+        loads = {i for c in chains for i in c.loads}  # type: ignore[union-attr]
+        stores = {i for c in chains for i in c.stores}  # type: ignore[union-attr]
+        if loads and _ordered(lines, k, loads, stores):
+            out.add(kname)
+    return out
+
+
+class _Effects:
+    """Effect builders over the module (one per pass run: every candidate buffer asks). The
+    first reads only the candidate kernels (`kernels`): building the view and summaries of
+    every launched kernel took seconds on a paper-shape model. A kernel with an access whose
+    address is loaded from memory needs the points-to analysis, which reads the summaries of
+    every launch: that kernel gets the builder over all launched kernels."""
+
+    def __init__(self, parsed, host: HostProgram, kernels: set[str]):
+        self.parsed, self.host = parsed, host
+        self.part = self._builder(kernels)
+        self.whole = None
+
+    def of(self, kernel: str):
+        """The builder for `kernel`'s launches, or why there is none."""
+        from sirius.analysis.uar.effects import binding_of
+
+        b = self.part
+        if not isinstance(b, str) and any(
+                acc.base.space == "loaded"
+                for op in self.host.launches_by_kernel().get(kernel, [])
+                for acc in b.kernels.summary(kernel, binding_of(op)).accesses):
+            if self.whole is None:
+                self.whole = self._builder(set(self.host.launches_by_kernel()))
+            b = self.whole
+        return b
+
+    def _builder(self, kernels: set[str]):
+        from sirius.analysis.irview import build_view
+        from sirius.analysis.kernel.access import KernelAnalyzer
+        from sirius.analysis.kernel.facts import kernel_infos
+        from sirius.analysis.uar.effects import EffectBuilder
+
+        view = build_view(self.parsed, only=kernels)
+        infos = [i for i in kernel_infos(view) if i.mangled in kernels]
+        if {i.mangled for i in infos} != kernels:
+            return "a launched kernel is not in the module"
+        return EffectBuilder(self.host, KernelAnalyzer(view, infos))
 
 
 def _per_block(builder, host: HostProgram, kernel: str, buffer: str, limit: int
                ) -> tuple[tuple[int, int, int, int], int] | str:
     """Part 4 of the module docstring over every launch statement of `kernel`: the common
-    off(b) and the largest S (each at most `limit`); `builder` from _effects."""
+    off(b) and the largest S (each at most `limit`); `builder` from `_Effects.of`."""
     from sirius.analysis.uar.build import statements_of
     from sirius.analysis.uar.effects import READ, WRITE
 

@@ -148,3 +148,59 @@ def test_a_slice_over_the_limit_is_kept(tmp_path: Path):
     res = fuse([_program(tmp_path, CHAIN)],
                passes=parse_pipeline(BEFORE + ",contract-shared{limit=512},llvm-opt{rounds=1}"))
     assert "t" in {b.name for b in res.host.buffers} and not _notes(res)
+
+
+def test_a_kernel_that_loads_a_pointer_reads_every_launch(tmp_path: Path):
+    """The fused kernel also reads through a pointer it loads from a host-filled table: the
+    effect builder over the candidate kernels alone cannot resolve it, so the pass asks the
+    builder over every launch (the points-to analysis), and t still moves to shared memory,
+    every value as the original's."""
+    src = tmp_path / "p.cu"
+    src.write_text(KERNELS + r"""
+__global__ void consume_tab(const float* t, float* y, float* const* tab)
+{
+    int i = blockIdx.x * B + threadIdx.x;
+    y[i] = t[blockIdx.x * B + (B - 1 - threadIdx.x)] + tab[0][i];
+}
+int main()
+{
+    static float h[N];
+    for (int i = 0; i < N; i++) h[i] = 0.25f * (i % 37);
+    float *x, *t, *y, *w, *z;
+    float **tab;
+    cudaMalloc(&z, N * sizeof(float));
+    cudaMalloc(&x, N * sizeof(float));
+    cudaMalloc(&t, N * sizeof(float));
+    cudaMalloc(&y, N * sizeof(float));
+    cudaMalloc(&w, N * sizeof(float));
+    cudaMalloc(&tab, sizeof(float*));
+    float* htab[1] = {w};
+    cudaMemcpy(tab, htab, sizeof(htab), cudaMemcpyHostToDevice);
+    cudaMemcpy(x, h, N * sizeof(float), cudaMemcpyHostToDevice);
+    cudaMemcpy(w, h, N * sizeof(float), cudaMemcpyHostToDevice);
+    produce<<<N / B, B>>>(x, t);
+    consume_tab<<<N / B, B>>>(t, y, tab);
+    cudaMemcpy(h, y, N * sizeof(float), cudaMemcpyDeviceToHost);
+    twice<<<N / B, B>>>(x, z);  // another launched kernel, after the copy: not fused
+    cudaMemcpy(h, z, N * sizeof(float), cudaMemcpyDeviceToHost);
+    return 0;
+}
+""")
+    from sirius.postopt import contract_shared
+
+    wholes = []
+    real = contract_shared._Effects._builder
+
+    def spy(self, kernels):
+        wholes.append(set(kernels))
+        return real(self, kernels)
+
+    import pytest
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(contract_shared._Effects, "_builder", spy)
+        res = fuse([src], passes=parse_pipeline(PIPELINE))
+    assert res.launches_after == 2
+    assert len(wholes) == 2 and wholes[0] < wholes[1], wholes  # the candidates, then all
+    assert "t" not in {b.name for b in res.host.buffers}, _notes(res)
+    rep = verify(res, seed=5, orders=ORDERS)
+    assert rep.ok, rep.render()

@@ -212,8 +212,7 @@ def _arg_vars(debug: DebugInfo) -> dict[int, dict[int, tuple[str, str | None]]]:
 
 def _launch_bounds(view: ModuleView, header: str) -> tuple[int, int | None] | None:
     groups = re.findall(r"#(\d+)", header.rsplit(")", 1)[-1])
-    attrs = header + "".join(m.group(1) for n in groups if (
-        m := re.search(rf"^attributes #{n} = \{{(.*)\}}$", view.text, re.M)))
+    attrs = header + "".join(a for n in groups if (a := view.attribute_group(int(n))))
     maxntid = re.search(r'"nvvm\.maxntid"="([\d,]+)"', attrs)
     if maxntid is None:
         return None
