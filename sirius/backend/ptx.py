@@ -175,13 +175,33 @@ def emit_ptx(ir: str | llvm.ModuleRef, arch: str = "sm_80", *, opt_level: int = 
         mod.verify()
     except RuntimeError as e:
         raise BackendError(f"the optimized module does not verify: {e}") from e
-    kernels = tuple(f.name for f in mod.functions
-                    if not f.is_declaration and re.match(r"define[^@]*\bptx_kernel\b", str(f)))
+    kernels = _kernels(text, mod)
     try:
         asm = tm.emit_assembly(mod)
     except RuntimeError as e:
         raise BackendError(f"the NVPTX backend failed for {arch}: {e}") from e
     return PtxModule(arch, ptx, asm, kernels, linked)
+
+
+_KERNEL_DEFINE = re.compile(r'^define\b[^@\n]*\bptx_kernel\b[^@\n]*@("(?:[^"\\]|\\.)*"|[-\w.$]+)\(',
+                            re.M)
+
+
+def _kernels(text: str, mod: llvm.ModuleRef) -> tuple[str, ...]:
+    """The kernels (ptx_kernel definitions) of `text` that `mod`, its optimized module, still
+    defines, in module order. Read from the text: printing each function of a paper-shape
+    module to find its calling convention took a second."""
+    out = []
+    for m in _KERNEL_DEFINE.finditer(text):
+        name = m.group(1)
+        if name.startswith('"'):  # a quoted name: \XX escapes
+            name = re.sub(r"\\([0-9A-Fa-f]{2})", lambda e: chr(int(e.group(1), 16)), name[1:-1])
+        try:
+            if not mod.get_function(name).is_declaration:
+                out.append(name)
+        except NameError:  # removed by the optimizer
+            pass
+    return tuple(out)
 
 
 def compile_ir(ir: str | llvm.ModuleRef, arch: str = "sm_80", **kw) -> tuple[PtxModule,

@@ -48,6 +48,7 @@ def test_corpus_kernels_assemble_for_sm80_and_sm90(path: Path):
         ptx, report = compiled(path.name, arch)
         assert f".target {arch}\n" in ptx.text  # line info only: no ", debug" target
         assert set(report.kernels) == names
+        assert set(ptx.kernels) == names  # read from the text (functions with attributes too)
         for res in report.kernels.values():
             assert 0 < res.registers <= 255
             assert res.spill_stores == res.spill_loads == 0
