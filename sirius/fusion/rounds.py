@@ -1,6 +1,6 @@
 """Code generation with undo (driver.generate runs it; docs/fusion.md): each round builds the
-vertical clusters of the plan, then the horizontal kernels whose members may be those clusters,
-then (`--megakernel grid|counters`) one cooperative kernel per region; the post-fusion passes
+vertical clusters of the plan, with the horizontal kernels whose members are all original
+launches (one module build), then the horizontal kernels with vertical members, then (`--megakernel grid|counters`) one cooperative kernel per region; the post-fusion passes
 run on the whole module, then PTX and ptxas for the target. A fused kernel that cannot be
 generated, spills, or exceeds a limit is undone (its launches run unfused) and the module is
 built again."""
@@ -273,17 +273,25 @@ class _Built:
 
 
 def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> _Built:
-    """Round 1: vertical clusters; round 2: horizontal kernels over clusters."""
+    """Round 1: vertical clusters, and the horizontal kernels whose members are all launches
+    of the original program (they need no vertical kernel: one module build less); round 2:
+    the other horizontal kernels, over clusters."""
     seen: dict[str, str] = {}  # spec without its name -> the kernel built for it
-    fm1, cluster_launches, fused1, records = _vertical_round(res, state, infos, seen)
+    early: list[FusedKernelSpec] = []
+    for ri, gi, g in _groups(res.regions):
+        if len(g.clusters) >= 2 and (ri, gi) not in state.disabled_groups and \
+                all(len(c.nodes) == 1 for c in g.clusters):
+            spec, _ = _horizontal_spec(g, range(len(g.clusters)),
+                                       [[c.nodes[0].launch] for c in g.clusters], infos, {})
+            g.name = _dedup(spec, seen, early)
+    fm1, cluster_launches, fused1, records = _vertical_round(res, state, infos, seen, early)
     ir1 = fm1.text if fm1 is not None else res.original.program.device_ir
     fm2, group_launches, records2, parts = _horizontal_round(res, state, infos, seen, ir1,
-                                                             cluster_launches, fused1)
+                                                             cluster_launches, fused1, fm1)
     text = (fm2 or fm1).text if (fm2 or fm1) else None
     if res.options.megakernel not in ("grid", "counters"):
         return _Built(text, group_launches, records + records2)
-    fused = dict(fused1)
-    fused.update({k.name: k for k in (fm2.kernels if fm2 is not None else ())})
+    fused = {k.name: k for fm in (fm1, fm2) if fm is not None for k in fm.kernels}
     fm3, group_launches, mks, looped = _megakernel_round(res, state, infos, text or ir1, parts,
                                                          fused)
     return _Built(fm3.text if fm3 is not None else text, group_launches, records + records2,
@@ -291,9 +299,10 @@ def _build_all(res: FuseResult, state: _State, infos: dict[str, KernelInfo]) -> 
 
 
 def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
-                    seen: dict[str, str]):
-    """Generate every vertical cluster of more than one launch; returns the module, the
-    launches each cluster becomes, the fused kernels by name, and their records."""
+                    seen: dict[str, str], extra: Sequence[FusedKernelSpec] = ()):
+    """Generate every vertical cluster of more than one launch, and the specs `extra` in the
+    same module; returns the module, the launches each cluster becomes, the vertical kernels
+    by name, and their records."""
     specs: list[FusedKernelSpec] = []
     for ri, gi, g in _groups(res.regions):
         for ci, c in enumerate(g.clusters):
@@ -306,7 +315,7 @@ def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo]
                 spec = FusedKernelSpec(c.name, "vertical", tuple(ms), block=c.block,
                                        share_smem=share)
                 c.name = _dedup(spec, seen, specs)
-    fm, bad = _build_specs(specs, res.original.program.device_ir)
+    fm, bad = _build_specs([*specs, *extra], res.original.program.device_ir)
     for s, why in bad:
         _disable_named(res, s.name, state)
         res.undone.append(f"{s.name}: {why}")
@@ -329,12 +338,32 @@ def _vertical_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo]
     return fm, launches, fused, records
 
 
+def _horizontal_spec(g, cis: Sequence[int], cluster_launches: Sequence[list[Launch]],
+                     infos: dict[str, KernelInfo], fused1: dict[str, FusedKernel]
+                     ) -> tuple[FusedKernelSpec, list[Launch]]:
+    """The horizontal kernel of group `g`'s clusters `cis` (each one launch:
+    `cluster_launches[ci]`), and each member's (first) launch."""
+    ms = []
+    for ci in cis:
+        launch = cluster_launches[ci][0]
+        if launch.mangled in fused1:
+            k = fused1[launch.mangled]
+            m = Member(k.name, k.grid, k.block, k.smem)
+        else:
+            m = g.clusters[ci].members[0]
+        ms.append((m, launch, _types(launch, infos, fused1)))
+    ms = repeat_runs(ms)
+    return (FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms))),
+            [launch for _, launch, _ in ms])
+
+
 def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInfo],
                       seen: dict[str, str], ir: str,
                       cluster_launches: dict[ClusterKey, list[Launch]],
-                      fused1: dict[str, FusedKernel]):
+                      fused1: dict[str, FusedKernel], fm1: FusedModule | None):
     """Generate a horizontal kernel for every group of two or more clusters that are one launch
-    each; returns the module, the launches each group becomes, and the records."""
+    each (those round 1 built, in `fm1`, are not built again); returns the module, the
+    launches each group becomes, and the records."""
     specs: list[FusedKernelSpec] = []
     members: dict[GroupKey, list[int]] = {}  # group -> the cluster indices it fuses
     firsts: dict[GroupKey, list[Launch]] = {}  # group -> each member's (first) launch
@@ -344,24 +373,16 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
         cis = [ci for ci in range(len(g.clusters)) if len(cluster_launches[(ri, gi, ci)]) == 1]
         if len(cis) < 2:
             continue
-        ms = []
-        for ci in cis:
-            launch = cluster_launches[(ri, gi, ci)][0]
-            if launch.mangled in fused1:
-                k = fused1[launch.mangled]
-                m = Member(k.name, k.grid, k.block, k.smem)
-            else:
-                m = g.clusters[ci].members[0]
-            ms.append((m, launch, _types(launch, infos, fused1)))
-        ms = repeat_runs(ms)
-        spec = FusedKernelSpec(g.name, "horizontal", tuple(param_maps(ms)))
+        spec, firsts[(ri, gi)] = _horizontal_spec(
+            g, cis, [cluster_launches[(ri, gi, ci)] for ci in range(len(g.clusters))], infos,
+            fused1)
         g.name = _dedup(spec, seen, specs)
         members[(ri, gi)] = cis
-        firsts[(ri, gi)] = [launch for _, launch, _ in ms]
     fm, bad = _build_specs(specs, ir)
     for s, why in bad:
         _disable_named(res, s.name, state)
         res.undone.append(f"{s.name}: {why}")
+    built = {k.name: k for m in (fm1, fm) if m is not None for k in m.kernels}
     launches: dict[GroupKey, list[Launch]] = {}
     records: list[FusedLaunchRecord] = []
     # each group's launches by the part of it they run: a cluster (its index) or the
@@ -370,11 +391,11 @@ def _horizontal_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
     for ri, gi, g in _groups(res.regions):
         per_cluster = [cluster_launches[(ri, gi, ci)] for ci in range(len(g.clusters))]
         cis = members.get((ri, gi))
-        if fm is None or cis is None or (ri, gi) in state.disabled_groups:
+        if cis is None or (ri, gi) in state.disabled_groups or g.name not in built:
             parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) for x in seq]
             launches[(ri, gi)] = [x for _, x in parts[(ri, gi)]]
             continue
-        k = fm.kernel(g.name)
+        k = built[g.name]
         state.member_launches[k.name] = firsts[(ri, gi)]
         parts[(ri, gi)] = [(ci, x) for ci, seq in enumerate(per_cluster) if ci not in cis
                            for x in seq] + [("h", k.launch(firsts[(ri, gi)]))]
