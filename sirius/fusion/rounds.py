@@ -1,7 +1,8 @@
 """Code generation with undo (driver.generate runs it; docs/fusion.md): each round builds the
 vertical clusters of the plan, with the horizontal kernels whose members are all original
-launches (one module build), then the horizontal kernels with vertical members, then (`--megakernel grid|counters`) one cooperative kernel per region; the post-fusion passes
-run on the whole module, then PTX and ptxas for the target. A fused kernel that cannot be
+launches (one module build), then the horizontal kernels with vertical members, then
+(`--megakernel grid|counters`) one cooperative kernel per region; the post-fusion passes run
+on the whole module, then PTX and ptxas for the target. A fused kernel that cannot be
 generated, spills, or exceeds a limit is undone (its launches run unfused) and the module is
 built again."""
 
