@@ -26,7 +26,8 @@ def test_plain_horizontal_kernels_are_built_with_the_vertical_ones(monkeypatch):
 
     monkeypatch.setattr(rounds, "build", counted)
     res = fuse([PROGRAM])
-    assert sorted(r.arrangement for r in res.fused) == ["horizontal", "mixed", "vertical", "vertical"]
+    assert sorted(r.arrangement for r in res.fused) == ["horizontal", "mixed", "vertical",
+                                                        "vertical"]
     assert calls == [["horizontal", "vertical", "vertical"], ["horizontal"]]
     assert res.launches_before == 7 and res.launches_after == 3
     rep = verify(res, seed=3, orders=("forward", "reverse", "random:3"))
