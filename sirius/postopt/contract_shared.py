@@ -328,12 +328,8 @@ class ContractShared(ModulePass):
             offs = _offsets(ops, bname, params)
             if offs is None:
                 continue
-            chains = _chains(memo, lines, k, params)
-            if any(isinstance(c, str) for c in chains):
-                continue
-            loads = {i for c in chains for i in c.loads}  # type: ignore[union-attr]
-            stores = {i for c in chains for i in c.stores}  # type: ignore[union-attr]
-            if not loads or not _ordered(lines, k, loads, stores):
+            chains = _in_text(memo, lines, k, params)
+            if chains is None:
                 continue
             if builder is None:
                 builder = _Effects(module.peek(), host, _ready(cands, kernels, lines, memo))
@@ -389,13 +385,21 @@ def _offsets(ops: list[Launch], buffer: str, params: list[int]) -> dict[int, int
     return out
 
 
-def _chains(memo: dict[tuple[str, int], _Chain | str], lines: list[str], k: KernelText,
-            params: list[int]) -> list[_Chain | str]:
-    """`_chain` of each parameter of `params` of `k`, kept in `memo` by (kernel, parameter)."""
+def _in_text(memo: dict[tuple[str, int], _Chain | str], lines: list[str], k: KernelText,
+             params: list[int]) -> list[_Chain] | None:
+    """Parts 1 and 2 of the module docstring for parameters `params` of `k`: their chains
+    (each `_chain` kept in `memo` by kernel and parameter), or None where a part fails."""
     for j in params:
         if (k.name, j) not in memo:
             memo[k.name, j] = _chain(lines, k, j)
-    return [memo[k.name, j] for j in params]
+    chains = [memo[k.name, j] for j in params]
+    if any(isinstance(c, str) for c in chains):
+        return None
+    loads = {i for c in chains for i in c.loads}  # type: ignore[union-attr]
+    stores = {i for c in chains for i in c.stores}  # type: ignore[union-attr]
+    if not loads or not _ordered(lines, k, loads, stores):
+        return None
+    return chains  # type: ignore[return-value]
 
 
 def _ready(cands: dict[str, tuple[str, list[int]]], kernels: dict[str, KernelText],
@@ -407,12 +411,7 @@ def _ready(cands: dict[str, tuple[str, list[int]]], kernels: dict[str, KernelTex
         k = kernels.get(kname)
         if k is None or kname in out:
             continue
-        chains = _chains(memo, lines, k, params)
-        if any(isinstance(c, str) for c in chains):
-            continue
-        loads = {i for c in chains for i in c.loads}  # type: ignore[union-attr]
-        stores = {i for c in chains for i in c.stores}  # type: ignore[union-attr]
-        if loads and _ordered(lines, k, loads, stores):
+        if _in_text(memo, lines, k, params) is not None:
             out.add(kname)
     return out
 
