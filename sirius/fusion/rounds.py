@@ -14,11 +14,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from sirius.analysis.host.model import HostProgram, Launch, Loop, Op
+from sirius.analysis.host.model import HostProgram, Launch, Loop
 from sirius.analysis.kernel.facts import KernelInfo
 from sirius.backend import compile_ir, violations
 from sirius.backend.limits import coresident_blocks, coresident_grid
 from sirius.fusion.codegen.emit import build, keep_launched
+from sirius.fusion.fused_host import rewrite_host
 from sirius.fusion.megakernel import (
     device_loop,
     loop_bodies,
@@ -76,8 +77,8 @@ def generate_with_undo(res: FuseResult, kernels: Sequence[KernelInfo], progress:
         progress(f"generating fused kernels (round {attempt + 1})")
         built = _build_all(res, state, infos)
         res.megakernels = built.megakernels
-        host = _rewrite_host(res.analysed, res.regions, built.group_launches,
-                             built.device_looped)
+        host = rewrite_host(res.analysed, res.regions, built.group_launches,
+                            built.device_looped)
         text = res.original.program.device_ir
         steps: tuple[PassStep, ...] = ()
         if built.module_text is not None:
@@ -566,39 +567,3 @@ def _megakernel_record(res: FuseResult, ri: int, k: FusedKernel, phase_launches:
                                                chunks), k)
     rec.owner = ri
     return rec
-
-
-def _rewrite_host(host: HostProgram, regions: list[Region],
-                  group_launches: dict[GroupKey, list[Launch]],
-                  device_looped: frozenset[int] = frozenset()) -> HostProgram:
-    """The fused host program: each region's launches replaced by what it became; a loop in
-    `device_looped` (ids of host loops that now run inside their megakernel) is replaced by
-    the one launch its body (through the loops of a nest) became."""
-    by_first = {r.body_key: ri for ri, r in enumerate(regions)}
-
-    def body(ops: Sequence[Op]) -> tuple[Op, ...]:
-        out: list[Op] = []
-        skip = 0
-        for op in ops:
-            if skip:
-                skip -= 1
-                continue
-            if isinstance(op, Launch) and id(op) in by_first:
-                ri = by_first[id(op)]
-                for gi in range(len(regions[ri].groups)):
-                    out += group_launches[(ri, gi)]
-                skip = len(regions[ri].nodes) - 1
-            elif isinstance(op, Loop):
-                inner = body(op.body)
-                if id(op) in device_looped:  # the loop (nest) runs inside that megakernel
-                    while len(inner) == 1 and isinstance(inner[0], Loop):
-                        inner = inner[0].body
-                    assert len(inner) == 1, "a device loop's body is one launch"
-                    out.append(inner[0])
-                else:
-                    out.append(replace(op, body=inner))
-            else:
-                out.append(op)
-        return tuple(out)
-
-    return replace(host, ops=body(host.ops))
