@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from sirius.analysis.debuginfo import DebugInfo
 from sirius.diagnostics import Location
@@ -135,16 +136,16 @@ class ModuleView:
     def loc(self, inst: Instr) -> Location | None:
         return self.debug.location(inst.dbg) if inst.dbg is not None else None
 
+    @cached_property
+    def _attribute_groups(self) -> dict[int, str]:
+        return {int(m.group(1)): m.group(2)
+                for m in re.finditer(r"^attributes #(\d+) = \{(.*)\}$", self.text, re.M)}
+
     def attribute_group(self, n: int) -> str | None:
         """The contents of attribute group `#n` (between the braces), None when the module has
         none. The groups are read from the text once (they sit at its end; one search per
         kernel scanned megabytes of a paper-shape module each time)."""
-        groups = self.__dict__.get("_attribute_groups")
-        if groups is None:
-            groups = self.__dict__["_attribute_groups"] = {
-                int(m.group(1)): m.group(2)
-                for m in re.finditer(r"^attributes #(\d+) = \{(.*)\}$", self.text, re.M)}
-        return groups.get(n)
+        return self._attribute_groups.get(n)
 
     def source_name(self, fn: Function) -> str | None:
         """The function's name in the source (a kernel's `step`, not `_Z4stepPKfPfif`)."""

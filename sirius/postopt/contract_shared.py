@@ -332,7 +332,8 @@ class ContractShared(ModulePass):
             if chains is None:
                 continue
             if builder is None:
-                builder = _Effects(module.peek(), host, _ready(cands, kernels, lines, memo))
+                builder = _Effects(module.peek(), host, launches,
+                                   _ready(cands, kernels, lines, memo))
             got = _per_block(builder.of(kname), host, kname, bname, self.limit)
             if isinstance(got, str):
                 continue
@@ -423,8 +424,9 @@ class _Effects:
     address is loaded from memory needs the points-to analysis, which reads the summaries of
     every launch: that kernel gets the builder over all launched kernels."""
 
-    def __init__(self, parsed, host: HostProgram, kernels: set[str]):
-        self.parsed, self.host = parsed, host
+    def __init__(self, parsed, host: HostProgram, launches: dict[str, list[Launch]],
+                 kernels: set[str]):
+        self.parsed, self.host, self.launches = parsed, host, launches
         self.part = self._builder(kernels)
         self.whole = None
 
@@ -435,10 +437,10 @@ class _Effects:
         b = self.part
         if not isinstance(b, str) and any(
                 acc.base.space == "loaded"
-                for op in self.host.launches_by_kernel().get(kernel, [])
+                for op in self.launches.get(kernel, [])
                 for acc in b.kernels.summary(kernel, binding_of(op)).accesses):
             if self.whole is None:
-                self.whole = self._builder(set(self.host.launches_by_kernel()))
+                self.whole = self._builder(set(self.launches))
             b = self.whole
         return b
 

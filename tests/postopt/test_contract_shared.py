@@ -150,7 +150,7 @@ def test_a_slice_over_the_limit_is_kept(tmp_path: Path):
     assert "t" in {b.name for b in res.host.buffers} and not _notes(res)
 
 
-def test_a_kernel_that_loads_a_pointer_reads_every_launch(tmp_path: Path):
+def test_a_kernel_that_loads_a_pointer_reads_every_launch(tmp_path: Path, monkeypatch):
     """The fused kernel also reads through a pointer it loads from a host-filled table: the
     effect builder over the candidate kernels alone cannot resolve it, so the pass asks the
     builder over every launch (the points-to analysis), and t still moves to shared memory,
@@ -195,10 +195,8 @@ int main()
         wholes.append(set(kernels))
         return real(self, kernels)
 
-    import pytest
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(contract_shared._Effects, "_builder", spy)
-        res = fuse([src], passes=parse_pipeline(PIPELINE))
+    monkeypatch.setattr(contract_shared._Effects, "_builder", spy)
+    res = fuse([src], passes=parse_pipeline(PIPELINE))
     assert res.launches_after == 2
     assert len(wholes) == 2 and wholes[0] < wholes[1], wholes  # the candidates, then all
     assert "t" not in {b.name for b in res.host.buffers}, _notes(res)
