@@ -75,6 +75,7 @@ def measure(path: Path, arch: str, orders: tuple[str, ...], ablate: bool,
                        passes=tuple(q for q in DEFAULT_PASSES if q is not p))
             rep = verify_fused(res.original, res, seed=7, orders=orders[:1])
             row["without"][p.name] = {"instructions": rep.fused_counters.instructions,
+                                      "global_bytes": gbytes(rep.fused_counters.to_json()),
                                       "verify": "ok" if rep.ok else "MISMATCH"}
     row["seconds"] = round(time.perf_counter() - t0, 1)
     return row
@@ -101,10 +102,20 @@ def markdown(row: dict) -> str:
              f"{o['sass']} / {n['sass']} / {p['sass']}",
              f"{n['verify']} / {p['verify']}"]
     if "without" in row:
-        cells.append(", ".join(f"{k}: {v['instructions'] / p['instructions']:.3f}"
-                               for k, v in row["without"].items()
-                               if v["instructions"] != p["instructions"]) or "-")
+        cells.append(", ".join(_without(k, v, p) for k, v in row["without"].items()
+                               if v["instructions"] != p["instructions"]
+                               or v.get("global_bytes", gbytes(p)) != gbytes(p))
+                     or "-")
     return "| " + " | ".join(cells) + " |"
+
+
+def _without(name: str, without: dict, post: dict) -> str:
+    """One pass's ablation cell: instructions (and global bytes where they differ) with the
+    pass left out, over those with every pass; a row that failed verify says so."""
+    text = f"{name}: {without['instructions'] / post['instructions']:.3f}"
+    if "global_bytes" in without and without["global_bytes"] != gbytes(post):
+        text += f" (bytes {without['global_bytes'] / gbytes(post):.3f})"
+    return text + ("" if without["verify"] == "ok" else " MISMATCH")
 
 
 def geomean(xs: list[float]) -> float:
@@ -126,7 +137,7 @@ def main() -> int:
     head = ["program", "launches", "instructions", "instr. ratio", "global bytes",
             "bytes ratio", "registers (max)", "SASS instr.", "verify"]
     if args.ablate:
-        head.append("instructions without a pass / with all")
+        head.append("without one pass / with all: instructions (global bytes)")
     print("Columns: original / fused without postopt / fused with postopt; ratios fused / "
           "original without / with.\n")
     print("| " + " | ".join(head) + " |")
@@ -135,10 +146,13 @@ def main() -> int:
     for f in files:
         row = measure(f, args.arch, orders, args.ablate, args.arrangement)
         rows.append(row)
-        bad += "MISMATCH" in (row["nopost"]["verify"], row["post"]["verify"])
+        bad += "MISMATCH" in (row["nopost"]["verify"], row["post"]["verify"],
+                              *(v["verify"] for v in row.get("without", {}).values()))
         print(markdown(row), flush=True)
     for group, pick in (("hand-written", lambda r: "/tvm/" not in f"/{r['program']}"),
-                        ("TVM", lambda r: "/tvm/" in f"/{r['program']}")):
+                        ("TVM", lambda r: "/tvm/" in f"/{r['program']}"
+                         and "/paper/" not in r["program"]),
+                        ("TVM paper shapes", lambda r: "/paper/" in r["program"])):
         sel = [r for r in rows if pick(r)]
         if not sel:
             continue
