@@ -46,6 +46,35 @@ def bounded(operations: int, f: Callable[[], R], default: R) -> R:
         ctx.reset_operations()
 
 
+def finite_count(s: isl.Set) -> int | None:
+    """How many integer points `s` holds, None when they are not finitely many. (Unbudgeted,
+    as `covers_by_count` explains; fast for the bounded sets of one launch.)"""
+    n = s.count_val()
+    return n.to_python() if n.is_int() else None
+
+
+def subset_by_count(a: isl.Set, b: isl.Set, max_points: int = 1 << 20) -> bool | None:
+    """Whether a is a subset of b, for finite sets, by counting: |a u b| = |b|. None when
+    either count is not finite or b has more than `max_points` points. isl's own test takes
+    minutes where both sets are unions of pieces with divisions (a transpose's reads against
+    a tiled matmul's writes); the counts take milliseconds there."""
+    nb = finite_count(b)
+    if nb is None or nb > max_points:
+        return None
+    nu = finite_count(a.union(b))
+    return None if nu is None else nu == nb
+
+
+def points(s: isl.Set) -> list[tuple[int, ...]]:
+    """Every integer point of a bounded set, as tuples of its set dimensions (callers bound
+    the count first: `finite_count`)."""
+    n = s.dim(T.set)
+    out: list[tuple[int, ...]] = []
+    s.foreach_point(lambda p: out.append(tuple(p.get_coordinate_val(T.set, i).to_python()
+                                               for i in range(n))))
+    return out
+
+
 def covers_by_count(box: isl.Set, cover: isl.Set, budget: int,
                     max_points: int = 1 << 22, max_pieces: int = 64) -> bool:
     """Whether every point of `box` (a set that is one box) lies in `cover`, decided by

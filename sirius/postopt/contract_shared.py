@@ -58,6 +58,7 @@ import islpy as isl
 from sirius.analysis import islutil
 from sirius.analysis.host.model import BufferArg, DevRef, HostProgram, Launch
 from sirius.analysis.irtypes import TypeParseError, type_size
+from sirius.fusion.spec import IDS
 from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassInput
 from sirius.postopt.contract import (
     _DBG,
@@ -80,6 +81,7 @@ from sirius.postopt.kernel_text import KernelText, _type_end, kernels_of, split_
 __all__ = ["ContractShared"]
 
 STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may have
+BLOCK, THREAD = "block", "thread"  # who reads what: the block after a barrier, or the writer
 _BARRIER = re.compile(r"call void @llvm\.nvvm\.barrier(?:0\(\)|\.cta\.sync\.aligned\.all\(i32 0\)"
                       r"|\.sync\(i32 0\))")
 _LABEL = re.compile(r'^("(?:[^"\\]|\\.)*"|[-\w.$]+):')
@@ -156,6 +158,12 @@ def _classify(line: str, derived: set[str]) -> str:
         parts = split_top(ld.group(1))
         return "load" if len(parts) > 1 and _operand(parts[1]) in derived else \
             "is used in a load other than as its address"
+    if re.match(r"phi\s+ptr\b|select\s+(?:\S+\s+)*i1\s+\S+,\s*ptr\s", rhs):
+        # a merge of pointers (LLVM sinks the identical tails of a horizontal kernel's members
+        # into one block, their parameters merged by a phi): its uses are followed as the
+        # parameter's; loads and stores through it may touch the other incoming pointers'
+        # memory too, which only adds to what parts 2 and 4 check
+        return name
     return address_step(name, rhs, derived, "bitcast")
 
 
@@ -176,15 +184,42 @@ def _blocks(lines: list[str], k: KernelText) -> tuple[list[tuple[str, int, int]]
     return out, succ
 
 
-def _ordered(lines: list[str], k: KernelText, loads: set[int], stores: set[int]) -> bool:
-    """Whether some barrier of K dominates every line of `loads` and reaches none of
-    `stores` (the stores all happen before it, the loads all after it)."""
+def _graph(lines: list[str], k: KernelText):
+    """K's control-flow graph (networkx, nodes the block labels), its blocks and successors."""
     import networkx as nx
 
     blocks, succ = _blocks(lines, k)
     g = nx.DiGraph()
     g.add_nodes_from(lab for lab, _, _ in blocks)
     g.add_edges_from((a, b) for a, bs in succ.items() for b in bs if b in g)
+    return g, blocks, succ
+
+
+def _after(g, succ: dict, home: str) -> set[str]:
+    """The blocks that control may reach after leaving block `home` (`home` again in a loop)."""
+    import networkx as nx
+
+    return set().union(*(nx.descendants(g, s) | {s} for s in succ.get(home, []) if s in g))
+
+
+def _stores_first(lines: list[str], k: KernelText, loads: set[int], stores: set[int]) -> bool:
+    """Whether no line of `stores` can run after a line of `loads`: in every thread's run all
+    the stores through the parameters come before the first load through them."""
+    g, blocks, succ = _graph(lines, k)
+    where = {i: lab for lab, a, b in blocks for i in range(a, b + 1)}
+    for x in loads:
+        later = _after(g, succ, where[x])
+        if any(where[s] in later or (where[s] == where[x] and s > x) for s in stores):
+            return False
+    return True
+
+
+def _ordered(lines: list[str], k: KernelText, loads: set[int], stores: set[int]) -> bool:
+    """Whether some barrier of K dominates every line of `loads` and reaches none of
+    `stores` (the stores all happen before it, the loads all after it)."""
+    import networkx as nx
+
+    g, blocks, succ = _graph(lines, k)
     entry = blocks[0][0]
     idom = nx.immediate_dominators(g, entry)
     where = {i: lab for lab, a, b in blocks for i in range(a, b + 1)}
@@ -199,7 +234,7 @@ def _ordered(lines: list[str], k: KernelText, loads: set[int], stores: set[int])
 
     for bar in (i for i in range(k.start + 1, k.end) if _BARRIER.search(lines[i])):
         home = where[bar]
-        after = set().union(*(nx.descendants(g, s) | {s} for s in succ.get(home, []) if s in g))
+        after = _after(g, succ, home)
         if any(where[s] in after or (where[s] == home and s > bar) for s in stores):
             continue
         if all((where[x] == home and x > bar) or (where[x] != home and dominates(home, where[x])
@@ -220,12 +255,38 @@ def _block_set(rel: isl.Map, host_vars: tuple[str, ...]) -> isl.Set:
     return islutil.project_onto(s, [*host_vars, *_B, _X])
 
 
+def _thread_set(rel: isl.Map, host_vars: tuple[str, ...]) -> isl.Set:
+    s = islutil.flat(rel)
+    s = islutil.rename(s, islutil.set_names(s)[-1], _X)
+    return islutil.project_onto(s, [*host_vars, *IDS, _X])
+
+
+def _own_bytes(reads: list[isl.Set], writes: list[isl.Set], host_vars: tuple[str, ...]
+               ) -> str | None:
+    """THREAD width (no barrier between the writes and the reads): every byte a thread reads,
+    that thread writes, and no byte a thread writes is written by another thread of the
+    launch (so, with the first, read by none either); None when both hold, else why not."""
+    w = writes[0]
+    for x in writes[1:]:
+        w = w.union(x)
+    if any(not _subset(x, w) for x in reads):
+        return "a thread reads bytes it does not write (and no barrier orders another's)"
+    # every byte read is one the reader writes, so no byte written by one thread only is
+    # touched by another
+    if not _one_owner(w, host_vars, IDS):
+        return "two threads write one byte"
+    return None
+
+
 def _slice(reads: list[isl.Set], writes: list[isl.Set], host_vars: tuple[str, ...],
-           grid: tuple[int, int, int], limit: int) -> tuple[tuple[int, int, int, int], int] | str:
+           grid: tuple[int, int, int], limit: int, owned: bool = False
+           ) -> tuple[tuple[int, int, int, int], int] | str:
     """((c0, cx, cy, cz), S): block b's bytes lie in [c0 + cx bx + cy by + cz bz, + S), S at
     most `limit`, the blocks' bytes are disjoint and each block reads only bytes it writes; or
     why not. The size comes first: the disjointness test, isl's costliest question here, is
-    asked only of a slice that would fit (paper resnext50: 46 s for a 1.5 MB slice)."""
+    asked only of a slice that would fit (paper resnext50: 46 s for a 1.5 MB slice).
+    `owned`: each thread's bytes are proven its own (`_own_bytes`), which implies both block
+    questions, and only the slice is computed."""
     if not writes:
         return "no kernel stores to it"
     w = writes[0]
@@ -242,18 +303,20 @@ def _slice(reads: list[isl.Set], writes: list[isl.Set], host_vars: tuple[str, ..
         got = islutil.bounds(fixed, _X)
         return None if got is None else got[0]
 
-    c0 = low(0, 0, 0)
+    # the first block that touches it, by dimension (a horizontal kernel's member starts
+    # where its blocks do); the blocks that touch none need no slice
+    first = [0, 0, 0]
+    for d in range(3):
+        got = islutil.bounds(a, _B[d]) if grid[d] >= 2 else None
+        first[d] = got[0] if got is not None else 0
+    c0 = low(*first)
     if c0 is None:
-        return "block 0 touches none of it"
+        return f"block {tuple(first)} touches none of it"
     coef = [c0]
     for d in range(3):
-        if grid[d] < 2:
-            coef.append(0)
-            continue
-        at = low(*(1 if e == d else 0 for e in range(3)))
-        if at is None:
-            return f"block 1 along {_B[d]} touches none of it"
-        coef.append(at - c0)
+        at = low(*(first[e] + (e == d) for e in range(3))) if grid[d] >= 2 else None
+        coef.append(0 if at is None else at - c0)  # the checks below prove the guess
+    coef[0] = c0 - sum(c * f for c, f in zip(coef[1:], first, strict=True))
     off = " + ".join([str(coef[0]), *(f"{c} * {b}" for c, b in zip(coef[1:], _B, strict=True))])
     d = a.reset_tuple_id().apply(isl.Map(f"{{ [{', '.join(names)}] -> [d] : "
                                          f"d = {_X} - ({off}) }}"))
@@ -262,20 +325,48 @@ def _slice(reads: list[isl.Set], writes: list[isl.Set], host_vars: tuple[str, ..
         return "the bytes a block touches do not start at an affine function of the block index"
     if got[1] + 1 > limit:
         return f"each block touches {got[1] + 1} bytes of it, over the {limit} a buffer may take"
-    if any(not x.is_subset(w) for x in reads):
+    if owned:
+        return (coef[0], coef[1], coef[2], coef[3]), got[1] + 1
+    if any(not _subset(x, w) for x in reads):
         return "a block reads bytes it does not write (the bytes another block or an " \
                "earlier launch left)"
-    m = islutil.regroup(a, [*host_vars, *_B], [_X])
-    pairs = islutil.primed(m.apply_range(m.reverse()), "out")
-    flat = islutil.flat(pairs)
-    fn = islutil.set_names(flat)
-    same = [f"{v}' = {v}" for v in host_vars]
-    other = " or ".join(f"{b}' != {b}" for b in _B)
-    clash = flat.intersect(type(flat)(f"{{ [{', '.join(fn)}] : "
-                                      f"{' and '.join([*same, f'({other})'])} }}"))
-    if not clash.is_empty():
+    if not _one_owner(a, host_vars, _B):
         return "two blocks touch the same bytes"
     return (coef[0], coef[1], coef[2], coef[3]), got[1] + 1
+
+
+POINTS = 1 << 18  # points of a set the pass enumerates rather than ask isl about pairs
+
+
+def _subset(a: isl.Set, b: isl.Set) -> bool:
+    """a within b: by counting where both are finite (isl's test can take minutes on the
+    unions with divisions a tiled kernel's accesses make), else isl's own test."""
+    got = islutil.subset_by_count(a, b)
+    return a.is_subset(b) if got is None else got
+
+
+def _one_owner(s: isl.Set, host_vars: tuple[str, ...], owner: tuple[str, ...]) -> bool:
+    """Whether no byte of `s` (points over the host loop variables, the ids, the byte) is
+    touched by two owners (blocks or threads, the `owner` dimensions) in one host iteration:
+    the points enumerated where they are few, else isl's question on pairs."""
+    names = islutil.set_names(s)
+    n = islutil.finite_count(s)
+    if n is not None and n <= POINTS:
+        at = [names.index(v) for v in (*host_vars, _X)]
+        who = [names.index(v) for v in owner]
+        seen: dict[tuple[int, ...], tuple[int, ...]] = {}
+        for pt in islutil.points(s):
+            key, mine = tuple(pt[i] for i in at), tuple(pt[i] for i in who)
+            if seen.setdefault(key, mine) != mine:
+                return False
+        return True
+    m = islutil.regroup(s, [*host_vars, *owner], [_X])
+    flat = islutil.flat(islutil.primed(m.apply_range(m.reverse()), "out"))
+    same = [f"{v}' = {v}" for v in host_vars]
+    other = " or ".join(f"{d}' != {d}" for d in owner)
+    clash = flat.intersect(type(flat)(f"{{ [{', '.join(islutil.set_names(flat))}] : "
+                                      f"{' and '.join([*same, f'({other})'])} }}"))
+    return clash.is_empty()
 
 
 # the pass -----------------------------------------------------------------------------------
@@ -319,34 +410,37 @@ class ContractShared(ModulePass):
         nulls: set[tuple[str, int]] = set()
         builder = None  # made for the first candidate that gets this far
         memo: dict[tuple[str, int], _Chain | str] = {}  # (kernel, parameter) -> _chain's
+        added: dict[str, int] = {}  # kernel -> bytes of shared memory this run added
         for bname, (kname, params) in sorted(cands.items()):
             k = kernels.get(kname)
             ops = launches.get(kname, [])
             if k is None or not ops or any(len(op.args) != len(k.params) for op in ops) or \
-                    _named_elsewhere(refs, k) or any(kname == n for n, _ in nulls):
-                continue  # (one buffer per kernel and pass: the kernel's lines move)
+                    _named_elsewhere(refs, k):
+                continue
             offs = _offsets(ops, bname, params)
             if offs is None:
                 continue
-            chains = _in_text(memo, lines, k, params)
-            if chains is None:
+            in_text = _in_text(memo, lines, k, params)
+            if in_text is None:
                 continue
+            chains, width = in_text
             if builder is None:
                 builder = _Effects(module.peek(), host, launches,
                                    _ready(cands, kernels, lines, memo))
-            got = _per_block(builder.of(kname), host, kname, bname, self.limit)
+            got = _per_block(builder.of(kname), host, kname, bname, self.limit, width)
             if isinstance(got, str):
                 continue
             (c0, cx, cy, cz), size = got
             align = max(c.align for c in chains)  # type: ignore[union-attr]
             if any(v % align for v in (c0, cx, cy, cz, *offs.values())) or size > self.limit \
-                    or size + _shared_bytes(lines, k, ops) > STATIC_SHARED:
+                    or size + added.get(kname, 0) + _shared_bytes(lines, k, ops) > STATIC_SHARED:
                 continue
+            added[kname] = added.get(kname, 0) + size  # arrays this run gave the kernel
             arr = f"__sirius_shared_{bname}"
             extra.append(f"@{arr} = internal addrspace(3) global [{size} x i8] undef, "
                          "align 16")
             inserts.append(_rewrite_kernel(new_lines, k, params, chains, offs,  # type: ignore[arg-type]
-                                           (c0, cx, cy, cz), arr))
+                                           (c0, cx, cy, cz), arr, len(gone)))
             gone.add(bname)
             nulls.update((kname, j) for j in params)
             notes.append(f"contracted {bname} into shared memory: {host.buffer(bname).bytes} "
@@ -387,9 +481,11 @@ def _offsets(ops: list[Launch], buffer: str, params: list[int]) -> dict[int, int
 
 
 def _in_text(memo: dict[tuple[str, int], _Chain | str], lines: list[str], k: KernelText,
-             params: list[int]) -> list[_Chain] | None:
+             params: list[int]) -> tuple[list[_Chain], str] | None:
     """Parts 1 and 2 of the module docstring for parameters `params` of `k`: their chains
-    (each `_chain` kept in `memo` by kernel and parameter), or None where a part fails."""
+    (each `_chain` kept in `memo` by kernel and parameter) and the width part 4 must prove
+    (`BLOCK` after a barrier, `THREAD` where every store comes before every load), or None
+    where a part fails."""
     for j in params:
         if (k.name, j) not in memo:
             memo[k.name, j] = _chain(lines, k, j)
@@ -398,9 +494,13 @@ def _in_text(memo: dict[tuple[str, int], _Chain | str], lines: list[str], k: Ker
         return None
     loads = {i for c in chains for i in c.loads}  # type: ignore[union-attr]
     stores = {i for c in chains for i in c.stores}  # type: ignore[union-attr]
-    if not loads or not _ordered(lines, k, loads, stores):
+    if not loads:
         return None
-    return chains  # type: ignore[return-value]
+    if _ordered(lines, k, loads, stores):
+        return chains, BLOCK  # type: ignore[return-value]
+    if _stores_first(lines, k, loads, stores):
+        return chains, THREAD  # type: ignore[return-value]
+    return None
 
 
 def _ready(cands: dict[str, tuple[str, list[int]]], kernels: dict[str, KernelText],
@@ -457,10 +557,12 @@ class _Effects:
         return EffectBuilder(self.host, KernelAnalyzer(view, infos))
 
 
-def _per_block(builder, host: HostProgram, kernel: str, buffer: str, limit: int
-               ) -> tuple[tuple[int, int, int, int], int] | str:
+def _per_block(builder, host: HostProgram, kernel: str, buffer: str, limit: int,
+               width: str = BLOCK) -> tuple[tuple[int, int, int, int], int] | str:
     """Part 4 of the module docstring over every launch statement of `kernel`: the common
-    off(b) and the largest S (each at most `limit`); `builder` from `_Effects.of`."""
+    off(b) and the largest S (each at most `limit`); `builder` from `_Effects.of`. At
+    `THREAD` width each thread must also read only bytes it writes, and touch none that
+    another thread writes."""
     from sirius.analysis.uar.build import statements_of
     from sirius.analysis.uar.effects import READ, WRITE
 
@@ -477,9 +579,15 @@ def _per_block(builder, host: HostProgram, kernel: str, buffer: str, limit: int
         mine = [e for e in effects if e.buffer == buffer]
         if any(e.atomic or (e.mode == WRITE and not e.exact) for e in mine):
             return "an access is atomic or a write is not exactly known"
+        if width == THREAD:
+            why = _own_bytes([_thread_set(e.relation, st.vars) for e in mine if e.mode == READ],
+                             [_thread_set(e.relation, st.vars) for e in mine
+                              if e.mode == WRITE], st.vars)
+            if why is not None:
+                return why
         got = _slice([_block_set(e.relation, st.vars) for e in mine if e.mode == READ],
                      [_block_set(e.relation, st.vars) for e in mine if e.mode == WRITE],
-                     st.vars, grid, limit)  # type: ignore[arg-type]
+                     st.vars, grid, limit, width == THREAD)  # type: ignore[arg-type]
         if isinstance(got, str):
             return got
         if coef is not None and got[0] != coef:
@@ -507,31 +615,33 @@ def _shared_bytes(lines: list[str], k: KernelText, ops: list[Launch]) -> int:
 
 
 def _rewrite_kernel(lines: list[str], k: KernelText, params: list[int], chains: list[_Chain],
-                    offs: dict[int, int], coef: tuple[int, int, int, int], arr: str
-                    ) -> tuple[int, list[str]]:
+                    offs: dict[int, int], coef: tuple[int, int, int, int], arr: str,
+                    n: int = 0) -> tuple[int, list[str]]:
     """K's body with each parameter of `params` replaced by its block's place in `arr`
     (`offset - off(b)` bytes past it), `inbounds`/`nuw`/`nusw` dropped from the address
     arithmetic on it (an intermediate address may lie outside the array); returns the lines
-    that compute those places and where they go (the start of the entry block)."""
+    that compute those places and where they go (the start of the entry block). `n` tells the
+    buffers moved in one pass apart (the names of the lines it adds)."""
     c0, *cs = coef
     pre: list[str] = []
+    tag = f"sirius.sh{n}" if n else "sirius.sh"
     terms = []
     for d, c in zip("xyz", cs, strict=True):
         if c:
-            pre.append(f"  %sirius.sh.ctaid.{d} = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.{d}()")
-            pre.append(f"  %sirius.sh.b{d} = zext i32 %sirius.sh.ctaid.{d} to i64")
-            pre.append(f"  %sirius.sh.m{d} = mul i64 %sirius.sh.b{d}, {c}")
-            terms.append(f"%sirius.sh.m{d}")
+            pre.append(f"  %{tag}.ctaid.{d} = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.{d}()")
+            pre.append(f"  %{tag}.b{d} = zext i32 %{tag}.ctaid.{d} to i64")
+            pre.append(f"  %{tag}.m{d} = mul i64 %{tag}.b{d}, {c}")
+            terms.append(f"%{tag}.m{d}")
     acc = "0"
-    for n, t in enumerate(terms):
-        pre.append(f"  %sirius.sh.s{n} = add i64 {acc}, {t}")
-        acc = f"%sirius.sh.s{n}"
+    for i, t in enumerate(terms):
+        pre.append(f"  %{tag}.s{i} = add i64 {acc}, {t}")
+        acc = f"%{tag}.s{i}"
     base = f"ptr addrspacecast (ptr addrspace(3) @{arr} to ptr)"
     for j, ch in zip(params, chains, strict=True):
         p = k.params[j]
-        new = f"%sirius.sh.p{j}"
-        pre.append(f"  %sirius.sh.o{j} = sub i64 {offs[j] - c0}, {acc}")
-        pre.append(f"  {new} = getelementptr i8, {base}, i64 %sirius.sh.o{j}")
+        new = f"%{tag}.p{j}"
+        pre.append(f"  %{tag}.o{j} = sub i64 {offs[j] - c0}, {acc}")
+        pre.append(f"  {new} = getelementptr i8, {base}, i64 %{tag}.o{j}")
         tok = _token(p.name or "")
         for i in range(k.start + 1, k.end):
             if tok.search(lines[i]):

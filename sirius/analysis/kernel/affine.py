@@ -19,6 +19,8 @@ signs. Each is exact.
 from __future__ import annotations
 
 import re
+from itertools import product
+from math import prod
 
 import islpy as isl
 
@@ -30,6 +32,7 @@ from sirius.analysis.kernel.intops import (
     and_mask,
     bit_width,
     div,
+    low_zero_bits,
     or_disjoint,
     rem,
     shl,
@@ -353,10 +356,50 @@ def _binop(f, what: str):
     return run
 
 
+OR_POINTS = 4096  # thread-id points an `or` may be checked on, one by one
+
+
+def _no_common_bits(x: Expr, y: Expr, ranges: dict[str, tuple[int, int]]) -> bool:
+    """Whether x & y is 0 at every point of the launch's thread-id box, checked point by
+    point: only where x and y depend on thread and block ids alone (not on loop variables or
+    host values) and the box has at most OR_POINTS points."""
+    names = sorted((x + y).variables())
+    if not set(names) <= ranges.keys() or \
+            prod(ranges[n][1] - ranges[n][0] + 1 for n in names) > OR_POINTS:
+        return False
+    for point in product(*(range(ranges[n][0], ranges[n][1] + 1) for n in names)):
+        env = dict(zip(names, point, strict=True))
+        if x.evaluate(env) & y.evaluate(env):
+            return False
+    return True
+
+
 def _or(ev: ValueEval, v: Instr, a: Val, b: Val) -> Val:
     if " disjoint " in v.text:
         return ev._int2(a, b, lambda x, y: x + y, "or")
-    return ev._int2(a, b, or_disjoint, f"bitwise or{ev._where(v)}")
+
+    def disjoint(x: Expr, y: Expr) -> Expr | None:
+        """x | y as x + y where their set bits cannot meet: a constant below the other's
+        known zero low bits (`or_disjoint`), a value that the launch's thread ranges keep in
+        [0, 2^k) while the other is a multiple of 2^k, or no common bit at any thread (an `or`
+        whose `disjoint` flag LLVM lost, e.g. after sinking the identical tails of a horizontal
+        kernel's members); else x | c as x + c - (x & c) for a constant c."""
+        got = or_disjoint(x, y)
+        if got is not None:
+            return got
+        for p, q in ((x, y), (y, x)):
+            r = q.bounds(ev.ranges)
+            if r is not None and r[0] >= 0 and r[1] < (1 << min(low_zero_bits(p), 62)):
+                return x + y
+        if _no_common_bits(x, y, ev.ranges):
+            return x + y
+        if x.is_const or y.is_const:  # x | c = x + c - (x & c), the mask as mods
+            k, c = (y, x) if x.is_const else (x, y)
+            common = and_mask(k, c)
+            return None if common is None else k + c - common
+        return None
+
+    return ev._int2(a, b, disjoint, f"bitwise or{ev._where(v)}")
 
 
 def _signed_div(ev: ValueEval, v: Instr, a: Val, b: Val, op: str) -> Val:

@@ -21,7 +21,7 @@ import islpy as isl
 from sirius.analysis import islutil
 from sirius.analysis.cfg import FunctionCFG, NaturalLoop
 from sirius.analysis.expr import Expr
-from sirius.analysis.irview import Block, Const, Function, Instr, ModuleView
+from sirius.analysis.irview import Block, Function, Instr, ModuleView
 from sirius.analysis.kernel.affine import (
     MAX_PIECES,
     THREAD_DIMS,
@@ -33,7 +33,6 @@ from sirius.analysis.kernel.affine import (
     ValueEval,
     collapse,
     same,
-    signed,
     unknown,
 )
 from sirius.analysis.kernel.facts import KernelInfo
@@ -241,11 +240,14 @@ class ControlFlow:
             return c if s is t else self.ev.negate(c)
         if term.opcode == "switch":
             x = self.ev.value(term.operands[0]).single()
-            cases = [(term.operands[i], term.operands[i + 1])
-                     for i in range(2, len(term.operands) - 1, 2)]
-            if x is None or not all(isinstance(c, Const) for c, _ in cases):
+            try:
+                # (value, destination): the values are not operands (LLVM 22, irvalues.py)
+                cases = term.switch_cases()
+            except ValueError:
+                cases = None
+            if x is None or cases is None:
                 return Cond(sp.universe, False, "switch on an unknown value")
-            hit = [sp.set(f"{x} = {signed(c.value, c.type)}") for c, _ in cases]
+            hit = [sp.set(f"{x} = {c}") for c, _ in cases]
             mine = [h for h, (_, dst) in zip(hit, cases, strict=False) if dst is s]
             may = sp.empty
             for h in mine:
