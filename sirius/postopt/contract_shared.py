@@ -266,6 +266,8 @@ def _own_bytes(reads: list[isl.Set], writes: list[isl.Set], host_vars: tuple[str
     """THREAD width (no barrier between the writes and the reads): every byte a thread reads,
     that thread writes, and no byte a thread writes is written by another thread of the
     launch (so, with the first, read by none either); None when both hold, else why not."""
+    if not writes:
+        return "no kernel stores to it"
     w = writes[0]
     for x in writes[1:]:
         w = w.union(x)
