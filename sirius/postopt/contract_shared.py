@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import islpy as isl
 
@@ -380,6 +380,11 @@ class ContractShared(ModulePass):
     name: ClassVar[str] = "contract-shared"
     requires: ClassVar[tuple[str, ...]] = ("host_program",)
     limit: int = 16384  # bytes of shared memory per block one buffer may take
+    # THREAD width (each thread reads back only what it wrote, no barrier): `free` only where
+    # the slice sits at one place in every block (no per-block address arithmetic, so no
+    # instruction is added), `on` everywhere (3 IR instructions a thread for the block's base,
+    # for the global bytes saved), `off` never
+    thread: Literal["free", "on", "off"] = "free"
 
     def run(self, module: PassInput, ctx: PassContext) -> str | HostRewrite:
         host = ctx.host_program
@@ -426,6 +431,8 @@ class ContractShared(ModulePass):
             if in_text is None:
                 continue
             chains, width = in_text
+            if width == THREAD and self.thread == "off":
+                continue
             if builder is None:
                 builder = _Effects(module.peek(), host, launches,
                                    _ready(cands, kernels, lines, memo))
@@ -433,6 +440,8 @@ class ContractShared(ModulePass):
             if isinstance(got, str):
                 continue
             (c0, cx, cy, cz), size = got
+            if width == THREAD and self.thread == "free" and (cx, cy, cz) != (0, 0, 0):
+                continue
             align = max(c.align for c in chains)  # type: ignore[union-attr]
             if any(v % align for v in (c0, cx, cy, cz, *offs.values())) or size > self.limit \
                     or size + added.get(kname, 0) + _shared_bytes(lines, k, ops) > STATIC_SHARED:

@@ -5,7 +5,8 @@ transpose re-indexed into its producer's threads, whose addresses LLVM cannot ma
 fuse into one horizontal kernel (LLVM merges the members' identical tails, the temporaries'
 pointers meeting in a phi): both temporaries move, every value as the original's in three
 orders, global bytes down by exactly their traffic. Kept where a thread reads bytes no thread
-of the launch writes; contracting it anyway would be caught by verify."""
+of the launch writes; contracting it anyway would be caught by verify. Slices that need a
+per-block base move only with `thread=on`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ ORDERS = ("forward", "reverse", "random:3")
 BEFORE = "host-constants,alias-facts,llvm-opt,contract"
 PIPELINE = BEFORE + ",contract-shared,llvm-opt{rounds=1}"
 WITHOUT = BEFORE + ",llvm-opt{rounds=1}"
+EVERYWHERE = BEFORE + ",contract-shared{thread=on},llvm-opt{rounds=1}"
+ROOT = Path(__file__).resolve().parents[2]
 
 PAIRS = r"""
 #include <cuda_runtime.h>
@@ -136,7 +139,7 @@ def test_without_the_thread_order_the_temporaries_stay(tmp_path: Path, monkeypat
 
 
 def test_a_read_of_bytes_no_thread_writes_is_kept(tmp_path: Path):
-    res = _fuse(tmp_path, HALVES)
+    res = _fuse(tmp_path, HALVES, EVERYWHERE)
     assert res.launches_after == 1
     assert "t" in {b.name for b in res.host.buffers} and not _notes(res)
     rep = verify(res, seed=5, orders=ORDERS)
@@ -149,6 +152,18 @@ def test_a_wrong_contraction_would_be_caught(tmp_path: Path, monkeypatch):
     from sirius.postopt import contract_shared
 
     monkeypatch.setattr(contract_shared, "_own_bytes", lambda *a: None)
-    res = _fuse(tmp_path, HALVES)
+    res = _fuse(tmp_path, HALVES, EVERYWHERE)
     assert _notes(res) and _notes(res)[0].startswith("contracted t into shared memory")
     assert not verify(res, seed=5, orders=("forward",)).ok
+
+
+def test_per_block_slices_only_when_asked():
+    """elementwise_chain's temporaries are each thread's own, in 32 blocks: each block's slice
+    needs its base computed from the block index (instructions added), so the default
+    (`thread=free`) leaves them, and `thread=on` moves them, every value as the original's."""
+    src = ROOT / "kernels" / "elementwise_chain.cu"
+    assert not _notes(fuse([src], passes=parse_pipeline(PIPELINE)))
+    res = fuse([src], passes=parse_pipeline(EVERYWHERE))
+    assert _notes(res) and all(n.startswith("contracted ") for n in _notes(res))
+    rep = verify(res, seed=5, orders=ORDERS)
+    assert rep.ok, rep.render()
