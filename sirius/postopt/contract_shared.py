@@ -255,27 +255,31 @@ def _block_set(rel: isl.Map, host_vars: tuple[str, ...]) -> isl.Set:
     return islutil.project_onto(s, [*host_vars, *_B, _X])
 
 
-def _thread_set(rel: isl.Map, host_vars: tuple[str, ...]) -> isl.Set:
+def _thread_set(rel: isl.Map, host_vars: tuple[str, ...]) -> tuple[isl.Set, bool]:
+    """The bytes each thread touches over (host loop variables, ids, byte), and whether that
+    needed no projection (no loop dimension of the kernel's own: the set can be counted)."""
     s = islutil.flat(rel)
     s = islutil.rename(s, islutil.set_names(s)[-1], _X)
-    return islutil.project_onto(s, [*host_vars, *IDS, _X])
+    keep = [*host_vars, *IDS, _X]
+    return islutil.project_onto(s, keep), len(islutil.set_names(s)) == len(keep)
 
 
-def _own_bytes(reads: list[isl.Set], writes: list[isl.Set], host_vars: tuple[str, ...]
-               ) -> str | None:
+def _own_bytes(reads: list[tuple[isl.Set, bool]], writes: list[tuple[isl.Set, bool]],
+               host_vars: tuple[str, ...]) -> str | None:
     """THREAD width (no barrier between the writes and the reads): every byte a thread reads,
     that thread writes, and no byte a thread writes is written by another thread of the
     launch (so, with the first, read by none either); None when both hold, else why not."""
     if not writes:
         return "no kernel stores to it"
-    w = writes[0]
-    for x in writes[1:]:
+    countable = all(c for _, c in (*reads, *writes))
+    w = writes[0][0]
+    for x, _ in writes[1:]:
         w = w.union(x)
-    if any(not _subset(x, w) for x in reads):
+    if any(not _subset(x, w, countable) for x, _ in reads):
         return "a thread reads bytes it does not write (and no barrier orders another's)"
     # every byte read is one the reader writes, so no byte written by one thread only is
     # touched by another
-    if not _one_owner(w, host_vars, IDS):
+    if not _one_owner(w, host_vars, IDS, countable):
         return "two threads write one byte"
     return None
 
@@ -329,30 +333,35 @@ def _slice(reads: list[isl.Set], writes: list[isl.Set], host_vars: tuple[str, ..
         return f"each block touches {got[1] + 1} bytes of it, over the {limit} a buffer may take"
     if owned:
         return (coef[0], coef[1], coef[2], coef[3]), got[1] + 1
-    if any(not _subset(x, w) for x in reads):
+    if any(not _subset(x, w, False) for x in reads):
         return "a block reads bytes it does not write (the bytes another block or an " \
                "earlier launch left)"
-    if not _one_owner(a, host_vars, _B):
+    if not _one_owner(a, host_vars, _B, False):
         return "two blocks touch the same bytes"
     return (coef[0], coef[1], coef[2], coef[3]), got[1] + 1
 
 
 POINTS = 1 << 18  # points of a set the pass enumerates rather than ask isl about pairs
+BUDGET = 2_000_000  # isl operations for one question (seconds); beyond it: refused
 
 
-def _subset(a: isl.Set, b: isl.Set) -> bool:
-    """a within b: by counting where both are finite (isl's test can take minutes on the
-    unions with divisions a tiled kernel's accesses make), else isl's own test."""
-    got = islutil.subset_by_count(a, b)
-    return a.is_subset(b) if got is None else got
+def _subset(a: isl.Set, b: isl.Set, countable: bool) -> bool:
+    """a within b: by counting where both are `countable` (sets of whole thread instances,
+    nothing projected: their counts take milliseconds where isl's test takes minutes, on the
+    unions with divisions a tiled kernel's accesses make), else isl's own test within BUDGET
+    (False when it runs out: refused)."""
+    got = islutil.subset_by_count(a, b) if countable else None
+    return islutil.bounded(BUDGET, lambda: a.is_subset(b), False) if got is None else got
 
 
-def _one_owner(s: isl.Set, host_vars: tuple[str, ...], owner: tuple[str, ...]) -> bool:
+def _one_owner(s: isl.Set, host_vars: tuple[str, ...], owner: tuple[str, ...],
+               countable: bool) -> bool:
     """Whether no byte of `s` (points over the host loop variables, the ids, the byte) is
     touched by two owners (blocks or threads, the `owner` dimensions) in one host iteration:
-    the points enumerated where they are few, else isl's question on pairs."""
+    the points enumerated where `s` is `countable` (as for `_subset`) and they are few, else
+    isl's question on pairs within BUDGET (False when it runs out)."""
     names = islutil.set_names(s)
-    n = islutil.finite_count(s)
+    n = islutil.finite_count(s) if countable else None
     if n is not None and n <= POINTS:
         at = [names.index(v) for v in (*host_vars, _X)]
         who = [names.index(v) for v in owner]
@@ -368,7 +377,7 @@ def _one_owner(s: isl.Set, host_vars: tuple[str, ...], owner: tuple[str, ...]) -
     other = " or ".join(f"{d}' != {d}" for d in owner)
     clash = flat.intersect(type(flat)(f"{{ [{', '.join(islutil.set_names(flat))}] : "
                                       f"{' and '.join([*same, f'({other})'])} }}"))
-    return clash.is_empty()
+    return islutil.bounded(BUDGET, clash.is_empty, False)
 
 
 # the pass -----------------------------------------------------------------------------------
