@@ -15,7 +15,9 @@ The decision, every part required (per buffer B and the one kernel K it is passe
    volatile, not atomic, P not the stored value) or a debug record; K is named by no other
    instruction and the module launches no kernel from the device (as for `contract`).
 2. **Order in K**: some block barrier (`__syncthreads`) of K dominates every load through P and
-   no store through P is reachable from it: each block writes before the barrier, reads after.
+   no store through P is reachable from it: each block writes before the barrier, reads after
+   (BLOCK width). Or, THREAD width: no store through P is reachable from a load through P, so
+   in every thread's run all its stores come before its first load (see 4).
 3. **In the host program**: every operation that names B is its alloc, a free of B, a memset of
    B, or a launch of K passing B at one of those parameters at the same constant byte offset in
    every launch (no copy in either direction, no pointer table, no other kernel, no rotating
@@ -28,14 +30,18 @@ The decision, every part required (per buffer B and the one kernel K it is passe
    atomic); and the bytes block b touches lie in [off(b), off(b) + S), off(b) affine in the block
    index (c0 + cx bx + cy by + cz bz), S at most `limit` bytes and the kernel's shared memory
    with it at most 48 KiB; off(b) and the offsets the launches pass are multiples of the largest
-   alignment the loads and stores claim.
+   alignment the loads and stores claim. At THREAD width, also per thread (relations over the
+   thread ids): every byte a thread reads, that thread writes, and no byte is written by two
+   threads; these imply the two block questions.
 
 Why this is sound. By (3) nothing but K's launches touches B's bytes, and nothing after the
 program reads them. By (4) a block's reads are of bytes that block writes in the same launch,
 and by (2) the writes happen before a barrier that every read follows, so every value a block
 reads was written in that launch by the block itself, behind a barrier that makes shared and
-global stores alike visible to the block. No other block touches those bytes. So each block's
-slice of B behaves as block-private memory written before it is read: replacing it with the
+global stores alike visible to the block. No other block touches those bytes. At THREAD width
+a thread reads only bytes it wrote itself, all its stores before its first load, and no other
+thread writes them: each value it reads is its own last store, no barrier needed. So each
+block's slice of B behaves as block-private memory written before it is read: replacing it with the
 block's shared memory (P becomes `shared + (offset - off(b))`, address arithmetic unchanged,
 `inbounds` dropped from the chain since intermediate addresses may leave the array) changes no
 value any thread reads. A launch's blocks start with fresh shared memory, which is fine because
