@@ -64,7 +64,7 @@ import islpy as isl
 from sirius.analysis import islutil
 from sirius.analysis.host.model import BufferArg, DevRef, HostProgram, Launch
 from sirius.analysis.irtypes import TypeParseError, type_size
-from sirius.fusion.spec import IDS
+from sirius.analysis.kernel.affine import THREAD_DIMS as IDS
 from sirius.postopt.base import HostRewrite, ModulePass, PassContext, PassInput
 from sirius.postopt.contract import (
     _DBG,
