@@ -88,7 +88,7 @@ def test_defaults_none_and_order():
 def test_default_pipeline_round_trips():
     text = format_pipeline(DEFAULT_PASSES)
     assert text == ("host-constants{max_clones=8},alias-facts,llvm-opt{level=3,rounds=2},"
-                    "loop-fuse,contract,contract-shared{limit=16384},"
+                    "loop-fuse,contract,contract-shared{limit=16384,thread=free},"
                     "llvm-opt{level=3,rounds=1},"
                     "licm{threshold=1,small_trip=8}")
     assert parse_pipeline(text) == DEFAULT_PASSES
