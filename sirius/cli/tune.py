@@ -69,7 +69,6 @@ def _choose_gpu(args: argparse.Namespace, runs, device):
 
 def _cmd_tune(args: argparse.Namespace) -> int:
     from sirius.tune.calibrate import load_runs
-    from sirius.tune.fanout import default_jobs
     from sirius.tune.measure import MeasureConfig
     from sirius.tune.model import Assumptions, fmt_time
     from sirius.tune.report import speedups, write_outputs
@@ -113,7 +112,13 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     src = Source(tuple(args.files), arch, args.entry, tuple(clang_flags(args)),
                  not args.no_cache, args.seed, program_argv(args), params_arg(args))
     config = MeasureConfig(args.runs, args.warmup, args.input_sets, not args.no_flush)
-    result = tune(src, g, assumptions=a, jobs=args.jobs or default_jobs(), use_ray=args.ray,
+    if args.ray and args.no_ray:
+        raise SiriusError("--ray and --no-ray: give one of them")
+    if args.jobs is not None and args.jobs < 1:
+        raise SiriusError("--jobs must be at least 1")
+    use_ray = True if args.ray or (args.ray_address and not args.no_ray) \
+        else False if args.no_ray else None
+    result = tune(src, g, assumptions=a, jobs=args.jobs, use_ray=use_ray,
                   ray_address=args.ray_address, verify_all=args.verify_all, progress=say,
                   device=device, measure_config=config, measure_why=why, calibration=cal,
                   megakernel_launches=args.megakernel_launches)
@@ -189,10 +194,16 @@ def register(sub) -> None:
                     help="fit the model's launch overhead, DRAM bandwidth and issue rate to "
                          "these GPU measurements (schema sirius-runs/1, docs/tune.md; "
                          "`sirius tune --measure on` writes one) and estimate with them")
-    sp.add_argument("--jobs", type=int, default=0,
-                    help="local worker processes for variant builds (default: up to 4)")
+    sp.add_argument("--jobs", type=int, default=None,
+                    help="build and verify variants on N local worker processes (1: in this "
+                         "process), not on Ray (default: Ray when installed, else up to 4 "
+                         "local workers)")
     sp.add_argument("--ray", action="store_true",
-                    help="build variants as Ray tasks (needs sirius[scale])")
+                    help="build, verify and measure as Ray tasks, and fail if Ray cannot "
+                         "start (default: Ray when it is installed and starts, else the local "
+                         "process pool; needs sirius[scale])")
+    sp.add_argument("--no-ray", action="store_true",
+                    help="do not use Ray even when it is installed: the local process pool")
     sp.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     sp.add_argument("--seed", type=int, default=7, help="input seed (default 7)")
     sp.add_argument("--params", metavar="NAME,...",

@@ -89,10 +89,12 @@ class MeasureInfo:
     device: dict | None = None
     method: str = ""
     config: MeasureConfig | None = None
+    ran_on: str = ""  # "this process" or "a Ray task with one GPU"
 
     def to_json(self) -> dict:
         c = self.config
         return {"on": self.on, "why": self.why, "device": self.device, "method": self.method,
+                "ran_on": self.ran_on or None,
                 "config": None if c is None else {"runs": c.runs, "warmup": c.warmup,
                                                   "input_sets": c.input_sets,
                                                   "flush_l2": c.flush_l2}}
@@ -128,6 +130,15 @@ def measure_programs(programs: dict, device, config: MeasureConfig, seed: int,
         out[side] = Measured(t["median_us"] * 1e-6, t["p10_us"] * 1e-6, t["p90_us"] * 1e-6,
                              t["runs"], method, name, ls)
     return out, method, list(res.notes)
+
+
+def measure_on_a_gpu(programs: dict, config: MeasureConfig, seed: int
+                     ) -> tuple[dict[str, Measured], str, list[str]]:
+    """Task entry point (a Ray task given one GPU, fanout.Fanout.on_gpu): `measure_programs`
+    on the GPU this process can use."""
+    from sirius.runtime.gpu import GpuDevice
+
+    return measure_programs(programs, GpuDevice(time_launches=False), config, seed)
 
 
 def paired(counts: tuple[LaunchCounts, ...], m: Measured) -> bool:

@@ -111,6 +111,7 @@ def tune_json(result: TuneResult) -> dict:
         "files": list(result.source.files), "arch": result.source.arch,
         "seed": result.source.seed, "gpu": result.gpu.to_json(),
         "assumptions": result.assumptions.to_json(), "ran_on": result.ran_on,
+        "fanout": result.fanout,
         "seconds": {k: round(x, 3) for k, x in result.seconds.items()},
         "chosen": result.chosen.label if result.chosen else None,
         "chosen_by": result.chosen_by,
@@ -269,7 +270,9 @@ def report_md(result: TuneResult) -> str:
               f"{g.launch_us:.3g} us: {launch}); program assembled for {result.source.arch}",
               f"- model assumptions: {json.dumps(result.assumptions.to_json())}",
               f"- {_measure_line(result)}",
-              f"- variants built: {result.ran_on}; "
+              f"- variants built and verified: {result.ran_on}"
+              + (f" (not on Ray: {result.fanout['why_not_ray']})"
+                 if result.fanout.get("why_not_ray") else "") + "; "
               + ", ".join(f"{k} {x:.1f} s" for k, x in result.seconds.items()), ""]
     lines += ["## Variants" + (" (estimates and measurements)" if result.measurement.on
                                else " (estimates)"), ""]
@@ -433,7 +436,6 @@ def runs_of(result: TuneResult) -> dict:
 def write_outputs(result: TuneResult, out: Path) -> list[Path]:
     """tune.json, report.md, report.html, runs.json when measured, and chosen/ (fused.ll,
     fused.ptx, plan.json, report.md) in `out` (created)."""
-    from sirius.fusion.report import write_outputs as write_fused
 
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -448,6 +450,10 @@ def write_outputs(result: TuneResult, out: Path) -> list[Path]:
         p = out / name
         p.write_text(text)
         paths.append(p)
-    if result.chosen_fuse is not None:
-        paths += write_fused(result.chosen_fuse, out / "chosen")
+    if result.chosen_files is not None:  # the module verified (verifying.fused_files)
+        (out / "chosen").mkdir(parents=True, exist_ok=True)
+        for name, text in result.chosen_files.items():
+            p = out / "chosen" / name
+            p.write_text(text)
+            paths.append(p)
     return paths

@@ -30,9 +30,23 @@ def test_tune_writes_a_verified_choice_and_reports(tmp_path, capsys, monkeypatch
         raise GpuUnavailable("no driver here (test)")
 
     monkeypatch.setattr(gpu_device, "load_driver", no_gpu)  # --measure auto: off, and why
+
+    def not_here(*_a, **_k):
+        raise AssertionError("verification ran in the main process")
+
+    # the candidates are verified by the pool's workers (spawned: they do not see this patch)
+    from sirius.verify import differential
+
+    monkeypatch.setattr(differential, "verify_fused", not_here)
     out = tmp_path / "out"
     assert main(["tune", CHAIN, "-o", str(out), "--jobs", "2", "-q"]) == 0
     doc = json.loads((out / "tune.json").read_text())
+    assert doc["fanout"] == {"backend": "process pool (2 workers)", "ray": "off",
+                             "ray_address": None, "why_not_ray": None}
+    from sirius.tune.variants import _sha
+
+    chosen_sha = next(v["ir_sha"] for v in doc["variants"] if v["label"] == doc["chosen"])
+    assert _sha((out / "chosen" / "fused.ll").read_text()) == chosen_sha  # what was verified
     assert doc["schema"] == "sirius-tune/1" and doc["estimate"] is True
     assert doc["measured"] is False and doc["chosen_by"] == "estimate"
     assert doc["measurement"]["why"] == "no GPU can be used here (no driver here (test))"
@@ -97,15 +111,15 @@ def test_megakernel_variants_only_up_to_megakernel_launches(tmp_path, capsys, mo
     class Stop(Exception):
         pass
 
-    def record(reqs, **_):
+    def record(self, reqs):
         asked.append([q.label for q in reqs])
         raise Stop
 
-    monkeypatch.setattr(fanout, "run_requests", record)
+    monkeypatch.setattr(fanout.Fanout, "builds", record)
     src = Source((CHAIN,), "sm_90")  # 4 launches
     for limit, want in ((3, False), (4, True), (0, False)):
         with pytest.raises(Stop):
-            tune(src, gpu("H100 SXM"), megakernel_launches=limit)
+            tune(src, gpu("H100 SXM"), megakernel_launches=limit, jobs=1)
         assert ("megakernel grid" in asked[-1]) is want
         assert ("megakernel counters" in asked[-1]) is want
         assert "auto" in asked[-1]
@@ -213,14 +227,13 @@ def test_a_rebuild_that_differs_is_measured_again(monkeypatch):
 
     from sirius.tune import fanout, tuner
 
-    real = fanout.run_requests
+    real = fanout.Fanout.builds
 
-    def skew(reqs, **kw):
-        out, how = real(reqs, **kw)
+    def skew(self, reqs):
         return [replace(r, ir_sha="0" * 16, counts=())
-                if r.label == "auto" else r for r in out], how
+                if r.label == "auto" else r for r in real(self, reqs)]
 
-    monkeypatch.setattr(tuner.fanout, "run_requests", skew)
+    monkeypatch.setattr(tuner.fanout.Fanout, "builds", skew)
     r = tune(Source((CHAIN,), "sm_90"), gpu("H100 SXM"), jobs=1)
     auto = next(v for v in r.variants if v.label == "auto")
     assert auto.verified is True and "re-measured" in auto.verify_note

@@ -35,6 +35,7 @@ KERNELS = ("scale", "add_bias", "relu", "square")
 # would tune again for the next test it is sent.
 pytestmark = pytest.mark.xdist_group("tune_measure")
 _MEASURED: list = []
+_RAY_CALLS: list = []
 
 
 def _no_gpu(ordinal: int = 0):
@@ -43,18 +44,42 @@ def _no_gpu(ordinal: int = 0):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    """One `sirius tune --measure on` of elementwise_chain.cu on the fake GPU."""
+    """One `sirius tune --measure on` of elementwise_chain.cu on the fake GPU, fanned out on a
+    fake Ray (tests/tune/fakeray.py: its tasks run in this process, so they see the fake
+    driver) whose tasks are kept in _RAY_CALLS."""
     if _MEASURED:
         return _MEASURED[0]
+    import sys
+
+    from sirius.tune import fanout
+    from tests.tune.fakeray import FakeRay
+
     out = tmp_path_factory.mktemp("measured") / "out"
     fake = FakeDriver(costs={"sirius_v0": 100.0}, launch_us=5.0)
+    ray = FakeRay(gpus=1)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(driver, "_DRIVERS", {0: fake})
+        mp.setitem(sys.modules, "ray", ray)
+        mp.setattr(fanout, "ray_available", lambda: True)
         code = main(["tune", CHAIN, "-o", str(out), "--measure", "on", "--jobs", "1",
-                     "--runs", "3", "--warmup", "1", "--input-sets", "2", "-q"])
+                     "--ray", "--runs", "3", "--warmup", "1", "--input-sets", "2", "-q"])
     assert code == 0
     _MEASURED.append((out, json.loads((out / "tune.json").read_text()), fake))
+    _RAY_CALLS[:] = ray.calls
     return _MEASURED[0]
+
+
+def test_on_ray_builds_verification_and_the_gpu_measurement_are_tasks(measured):
+    """Issue 17 item 4: variant builds and the verification run as Ray tasks, the GPU
+    measurement as a task asking for one GPU."""
+    _, doc, _ = measured
+    assert doc["ran_on"] == "ray" and doc["fanout"]["backend"] == "ray"
+    names = [name for name, _ in _RAY_CALLS]
+    assert names.count("build_variant") == len(doc["variants"]) + 1  # and the original
+    assert "verify_variant" in names and names.count("measure_on_a_gpu") == 1
+    assert all(opts == ({"num_gpus": 1} if name == "measure_on_a_gpu" else {})
+               for name, opts in _RAY_CALLS)
+    assert doc["measurement"]["ran_on"] == "a Ray task with one GPU"
 
 
 def _variant(doc: dict, label: str) -> dict:
