@@ -156,12 +156,22 @@ GPUS: dict[str, Gpu] = {g.name: g for g in (
                      "TFLOPS FP32, 34 FP64, 1,979 TFLOPS FP16 tensor with sparsity (989 dense); "
                      "same GH100 compute as H100 SXM (lzwjava.github.io/nvidia-h200-gpu-specs-en,"
                      " aiwiki.ai/wiki/nvidia_h200)",
-        "sms": "132 SMs: the H100 SXM configuration (the H200 datasheet does not list SMs)",
-        "boost_mhz": "derived as for H100 SXM: 1980 MHz",
+        "sms": "132 SMs: the H100 SXM configuration (the H200 datasheet does not list SMs); "
+               "the device's multiprocessor count read on an NVIDIA H200 on 2026-11-29 "
+               "(docs/measurements/h200-2026-11-29) agrees",
+        "boost_mhz": "derived as for H100 SXM: 1980 MHz; nvidia-smi's clocks.max.sm on an "
+                     "NVIDIA H200 on 2026-11-29 agrees (docs/measurements/h200-2026-11-29/"
+                     "smi.csv: 1980 MHz)",
         "fp16_tflops": "H100 SXM's 133.8 (same SM; not in the H200 datasheet)",
-        "l2_bytes": "H100 SXM's 50 MB (same GH100; not in the H200 datasheet)",
+        "l2_bytes": "measured: 60 MiB (62,914,560 bytes), read from the device "
+                    "(cudaDevAttrL2CacheSize, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE through "
+                    "pycuda) of an NVIDIA H200 on 2026-11-29 (docs/measurements/"
+                    "h200-2026-11-29, each bench's device.l2_bytes); not in the H200 "
+                    "datasheet (this entry said H100 SXM's 50 MB before)",
+        "smem_per_block": "227 KiB: the guide's cc 9.0 figure; the device's opt-in maximum read "
+                          "on 2026-11-29 agrees (max_smem_per_block_optin 232,448 bytes)",
     }, sms=132, boost_mhz=1980, dram_gbps=4800, fp32_tflops=66.9, fp16_tflops=133.8,
-        fp64_tflops=33.5, fp16_tensor_tflops=989.4, l2_bytes=50 * MIB),
+        fp64_tflops=33.5, fp16_tensor_tflops=989.4, l2_bytes=60 * MIB),
     _gpu("L4", "sm_89", "8.9", {
         "datasheet": "NVIDIA L4 Tensor Core GPU datasheet: 30.3 TFLOPS FP32, 242 TFLOPS FP16 "
                      "tensor with sparsity (121 dense), 300 GB/s GDDR6, boost 2040 MHz "

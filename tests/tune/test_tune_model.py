@@ -177,3 +177,26 @@ def test_a_megakernel_segment_is_as_parallel_as_the_blocks_it_gives_work_to():
     assert d["segments"][0]["blocks"] == 8 and d["segments"][0]["threads"] == 128
     back = LaunchCounts.from_json(d, "test").segments[0]
     assert (back.blocks, back.threads) == (8, 128)
+
+
+def test_the_h200_entry_agrees_with_the_h200_measured_here():
+    """docs/measurements/h200-2026-11-29: the device reported 132 SMs, a 60 MiB L2 and a
+    227 KiB opt-in shared memory per block, nvidia-smi a 1980 MHz maximum SM clock."""
+    import csv
+    import json
+    from pathlib import Path
+
+    d = Path(__file__).resolve().parents[2] / "docs" / "measurements" / "h200-2026-11-29"
+    docs = [json.loads(p.read_text()) for p in sorted((d / "graphs").glob("*.json"))]
+    devices = {json.dumps(doc["bench"]["device"], sort_keys=True)
+               for doc in docs if (doc.get("bench") or {}).get("device")}
+    assert len(devices) == 1  # one device
+    dev = json.loads(devices.pop())
+    (smi,) = csv.DictReader((d / "smi.csv").read_text().splitlines(), skipinitialspace=True)
+    h200 = gpu("h200")
+    assert dev["name"] == "NVIDIA H200" and h200.l2_bytes == dev["l2_bytes"] == 62914560
+    assert h200.sms == dev["multiprocessors"]
+    assert h200.smem_per_block == dev["max_smem_per_block_optin"]
+    assert f"{h200.boost_mhz:g} MHz" == smi["clocks.max.sm [MHz]"]
+    assert "read from the device (cudaDevAttrL2CacheSize" in dict(h200.sources)["l2_bytes"]
+    assert "2026-11-29" in dict(h200.sources)["l2_bytes"]
