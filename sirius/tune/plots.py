@@ -1,11 +1,13 @@
 """The report's plots (matplotlib, Agg backend), each returned as PNG bytes:
 
-- `variant_times`: estimated time per variant, split into launch overhead and kernel body;
+- `variant_times`: estimated time per variant, split into launch overhead and kernel body,
+  and beside it the measured median (p10-p90) of each variant timed on a GPU;
 - `roofline`: each kernel's estimated FLOP/s against its arithmetic intensity (FLOPs per DRAM
   byte charged), original and chosen program, under the GPU's FP32 and DRAM roofs;
 - `before_after`: launches, instructions and DRAM bytes of the original and the chosen program.
 
-All numbers come from the cost model: the plots say "estimate" in their titles.
+All numbers but the measured times come from the cost model: the plots say "estimate" in
+their titles, and every estimated bar says "estimate" in its label.
 """
 
 from __future__ import annotations
@@ -35,29 +37,58 @@ def _png(fig) -> bytes:
 
 
 def variant_times(result) -> bytes:
+    return _png(variant_times_figure(result))
+
+
+def variant_times_figure(result):
+    """Estimated time per variant (launch overhead and kernel bodies, stacked), and where a
+    variant was timed on a GPU its measured median beside it (p10-p90 as a whisker)."""
     plt = _plt()
     rows = [result.baseline] + [v for v in result.variants if v.estimate is not None]
     labels = [("* " if v is result.chosen else "") + v.label for v in rows]
     launch = [v.estimate.terms()["launch"] * 1e6 for v in rows]
     body = [(v.estimate.seconds - v.estimate.terms()["launch"]) * 1e6 for v in rows]
-    height = 0.45 * len(rows) + 1.2
+    measured = [v.measured for v in rows]
+    both = any(m is not None for m in measured)
+    height = (0.7 if both else 0.45) * len(rows) + 1.2
     fig, ax = plt.subplots(figsize=(7.5, height))
-    y = range(len(rows))
-    ax.barh(y, launch, color="#9aa5b1", label="launch overhead")
-    ax.barh(y, body, left=launch, color="#3b7dd8", label="kernel bodies (max of DRAM, FLOPs, "
-            "issue)")
+    h = 0.38 if both else 0.8
+    ye = [i - h / 2 if both else i for i in range(len(rows))]  # the estimates' bars
+    ax.barh(ye, launch, height=h, color="#9aa5b1", label="launch overhead (estimate)")
+    ax.barh(ye, body, height=h, left=launch, color="#3b7dd8",
+            label="kernel bodies (estimate: max of DRAM, FLOPs, issue)")
     for i, v in enumerate(rows):
-        ax.text(launch[i] + body[i], i, f" {v.seconds * 1e6:.3g} us", va="center", fontsize=8)
-    ax.set_yticks(list(y), labels, fontsize=8)
+        ax.text(launch[i] + body[i], ye[i], f" {v.seconds * 1e6:.3g} us estimate", va="center",
+                fontsize=7 if both else 8)
+    right = max(a + b for a, b in zip(launch, body, strict=True))
+    if both:
+        ym = [i + h / 2 for i, m in enumerate(measured) if m is not None]
+        ms = [m for m in measured if m is not None]
+        med = [m.median_s * 1e6 for m in ms]
+        err = [[(m.median_s - m.p10_s) * 1e6 for m in ms], [(m.p90_s - m.median_s) * 1e6
+                                                            for m in ms]]
+        ax.barh(ym, med, height=h, color="#d8573b", xerr=err, capsize=2,
+                error_kw={"elinewidth": 0.8}, label="measured on the GPU (median, p10-p90)")
+        for y, m in zip(ym, ms, strict=True):
+            ax.text(m.p90_s * 1e6, y, f" {m.median_s * 1e6:.3g} us measured", va="center",
+                    fontsize=7)
+        for i, m in enumerate(measured):
+            if m is None:
+                ax.text(0, i + h / 2, " not measured", va="center", fontsize=7,
+                        color="#666666")
+        right = max(right, max(m.p90_s * 1e6 for m in ms))
+    ax.set_yticks(list(range(len(rows))), labels, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("estimated time (us)")
-    ax.set_title(f"Estimated time per variant on {result.gpu.name} (estimate; * chosen)",
-                 fontsize=9)
-    ax.set_xlim(0, max(a + b for a, b in zip(launch, body, strict=True)) * 1.18)
+    ax.set_xlabel("estimated and measured time (us)" if both else "estimated time (us)")
+    title = (f"Estimated time per variant on {result.gpu.name} (estimate) beside the time "
+             "measured on the GPU; * chosen" if both else
+             f"Estimated time per variant on {result.gpu.name} (estimate; * chosen)")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlim(0, right * (1.32 if both else 1.18))
     # below the x label: about 0.6 inch under the axes, whatever the figure's height
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.6 / (0.77 * height)),
-              ncol=2)
-    return _png(fig)
+              ncol=3 if both else 2)
+    return fig
 
 
 def roofline(result) -> bytes:

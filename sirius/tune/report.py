@@ -352,7 +352,8 @@ def report_html(result: TuneResult, pic=None) -> str:
             f"<b>{t}</b>: {e(bound_line(v.estimate))}" for t, v in bounds) + ".</p>")
     else:
         parts.append("<p><b>No variant was chosen</b>: none could be built and verified.</p>")
-    parts.append(_plot(plots.variant_times, result, "estimated time per variant"))
+    parts.append(_plot(plots.variant_times, result, "estimated and measured time per variant"
+                       if result.measurement.on else "estimated time per variant"))
     parts.append("<h2>Variants" + (" (estimates and measurements)" if result.measurement.on
                                    else " (estimates)") + "</h2>"
                  + _html_table(_head(result), [_row(result, v) for v in [result.baseline]
