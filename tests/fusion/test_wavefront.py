@@ -16,14 +16,20 @@ from pathlib import Path
 import islpy as isl
 import numpy as np
 import pytest
-from codegen_support import KERNELS, Loaded, load, run
+from codegen_support import KERNELS, ORDERS, Loaded, load, run
 
 from sirius.analysis.expr import Expr
 from sirius.analysis.host.model import BufferArg, HostProgram, Launch, Loop, Op, ScalarArg
 from sirius.analysis.host.render import render_ops
 from sirius.analysis.irview import build_view
 from sirius.analysis.uar.build import build_uar
-from sirius.fusion.plan.wavefront import WavefrontResult, wavefront_rewrite
+from sirius.fusion.plan.wavefront import (
+    WavefrontResult,
+    _band_skews,
+    _Range,
+    _skew_text,
+    wavefront_rewrite,
+)
 
 PROGRAMS = Path(__file__).resolve().parent / "wavefront_programs"
 
@@ -113,7 +119,7 @@ def test_lstm_record():
     (nest,) = res.nests
     assert nest.rewritten, nest.reason
     assert nest.vars == ("l", "t")
-    assert nest.skew == "w = l + t"
+    assert nest.skew == "w = l + t" and nest.skew_from == "isl band"
     # w = l + t over l in [0, 2), t in [0, 4): w = 0..4 with 1, 2, 2, 2, 1 cells
     assert nest.stages == (1, 2, 2, 2, 1)
     assert nest.launches == 8
@@ -123,6 +129,7 @@ def test_lstm_record():
     assert nest.schedule is not None and "S6[l, t]" in nest.schedule
     assert nest.permutable is True
     assert nest.to_json()["stages"] == [1, 2, 2, 2, 1]
+    assert nest.to_json()["skew_from"] == "isl band" and "w = l + t (isl band);" in str(nest)
 
 
 def test_lstm_shape_and_args():
@@ -187,38 +194,99 @@ def test_lstm_fully_unrolled_and_fresh_variable():
     assert concrete(named.host.ops) == concrete(res.host.ops)
 
 
-# illegal and ineligible nests ------------------------------------------------------------------
+# skews from isl's band, and nests left alone --------------------------------------------------
 def test_refused_nests_are_left_alone():
     loaded, res = rewritten(PROGRAMS / "refused.cu", unroll=0)
     diag, memset, pingpong, steep = res.nests
-    assert res.rewritten == (diag,)
-    # cell (l, t) writes level l+1 slot t, which cell (l+1, t-1) reads: distance (1, -1), legal
-    # under w = 2l + t only
-    assert diag.vars == ("l", "t") and diag.skew == "w = 2*l + t"
-    assert diag.stages == (1, 1, 2, 2, 2, 2, 1, 1) and diag.loop is None
+    assert res.rewritten == (diag, steep)
+    # cell (l, t) writes level l+1 slot t, which cell (l+1, t-1) reads: distance (1, -1) (the
+    # file's comment predates isl's band: w = 2l + t is legal too, but has 8 stages). The steps
+    # t of one level l are independent, so isl's band row l alone is legal: 3 stages of 4
+    assert diag.vars == ("l", "t") and diag.skew == "w = l" and diag.skew_from == "isl band"
+    assert diag.stages == (4, 4, 4) and diag.loop is None
     assert "memset" in memset.reason
     assert f"refused.cu:{line_of(PROGRAMS / 'refused.cu', 'cudaMemset(d_b')}:" in memset.reason
     assert "rotating" in pingpong.reason
     assert f"refused.cu:{line_of(PROGRAMS / 'refused.cu', '(src, dst, N)')}:" in pingpong.reason
-    # distance (1, -3): no skew tried separates the two ends
-    assert not steep.rewritten and "RAW on d_e" in steep.reason
-    assert "one wavefront" in steep.reason and "steeper skew" in steep.reason
-    assert steep.schedule is not None
-    assert "left alone" in str(steep)
+    # distance (1, -3), beyond every fixed skew: the same band row l (the file says "left alone")
+    assert steep.skew == "w = l" and steep.stages == (4, 4, 4)
 
 
-def test_a_steeper_skew_keeps_every_value():
-    """The (1, -1) nest under w = 2l + t: every instance once, each after the ones it reads
-    (its launches run bitwise the same in forward and reverse block order)."""
+def test_a_level_wavefront_keeps_every_value():
+    """The (1, -1) nest under w = l: every instance once, each after the ones it reads (its
+    launches run bitwise the same in forward and reverse block order)."""
     loaded, res = rewritten(PROGRAMS / "refused.cu", unroll=0)
     check_runs_same(loaded, res.host)
-    got = concrete(tuple(op for op in res.host.ops if isinstance(op, Launch)))
+    got = concrete(tuple(op for op in res.host.ops if isinstance(op, Launch))[:12])
     want = concrete((nest_of(loaded.host.ops, "l"),))
-    assert sorted(got) == sorted(want) and got != want  # the same launches, reordered
-    # stage by stage (w = 2l + t): each launch after the one whose output it reads
+    assert sorted(got) == sorted(want)
+    # stage by stage (w = l): each launch after the one whose output it reads
     pos = {x[4][1][1]: k for k, x in enumerate(got)}  # output offset -> position
     for k, x in enumerate(got):
         assert pos.get(x[4][0][1], -1) < k
+
+
+def test_isl_band_gives_a_skew_no_fixed_one_has():
+    """isl_skews.cu nest 1, distances (0, 1) and (1, -4): isl's band [l, 4l + t] sums to
+    w = 5l + t, steeper than every skew of the fixed list."""
+    loaded, res = rewritten(PROGRAMS / "isl_skews.cu")
+    far, chain = res.nests
+    assert far.rewritten, far.reason
+    assert far.schedule == "{ S0[l, t] -> [l, 4l + t] }" and far.permutable
+    assert far.skew == "w = 5*l + t" and far.skew_from == "isl band"
+    # L = 3, T = 7: l = 0 fills w = 0..6, l = 1 w = 5..11, l = 2 w = 10..16; two cells in
+    # w = 5 ((0, 5), (1, 0)), 6, 10 ((1, 5), (2, 0)) and 11, one in the 13 others
+    assert far.stages == (1, 1, 1, 1, 1, 2, 2, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1)
+    assert far.loop is None and far.launches == 21 and far.launch_ops == (1, 21)
+    # launch order: (0, 0..4), (0, 5), (1, 0), (0, 6), (1, 1), (1, 2..4), (1, 5), (2, 0), ...
+    order = [(0, t) for t in range(5)] + [(0, 5), (1, 0), (0, 6), (1, 1)] + \
+        [(1, t) for t in range(2, 5)] + [(1, 5), (2, 0), (1, 6), (2, 1)] + \
+        [(2, t) for t in range(2, 7)]
+    nest = nest_of(loaded.host.ops, "l")
+    want = [x for i, j in order for x in instance(nest, {"l": i, "t": j})]
+    assert concrete(res.host.ops)[:21] == want
+    assert sorted(want) == sorted(concrete((nest,)))
+    check_runs_same(loaded, res.host, orders=ORDERS)
+
+
+def test_a_chain_is_left_alone():
+    """isl_skews.cu nest 2: every cell reads the last cell of the layer below, so a legal skew
+    puts one cell in each stage (isl's band [l, 6l + t] sums to 7l + t): nothing to fuse."""
+    _, res = rewritten(PROGRAMS / "isl_skews.cu")
+    chain = res.nests[1]
+    assert not chain.rewritten and chain.schedule == "{ S1[l, t] -> [l, 6l + t] }"
+    assert "RAW on d_y" in chain.reason and "one wavefront" in chain.reason
+    assert "no other skew tried, from isl's band or the fixed list" in chain.reason
+    assert "left alone" in str(chain)
+
+
+def _schedule(band: str, permutable: int = 1) -> isl.Schedule:
+    domain = "{ A[b, l, t, k] : 0 <= b, l, t, k <= 3; B[b, l, t] : 0 <= b, l, t <= 3 }"
+    return isl.Schedule(f'{{ domain: "{domain}", child: {{ schedule: "{band}", '
+                        f"permutable: {permutable} }} }}")
+
+
+def test_band_skews_from_hand_built_schedules():
+    """The skews read off isl's outermost band: its first two rows in the nest's loops (l, t),
+    each alone and their sum, in iteration counts; none when the band cannot be used."""
+    lt = (_Range("l", 0, 1, 4), _Range("t", 0, 1, 4))
+    rows = "[{ A[b, l, t, k] -> [(b)]; B[b, l, t] -> [(b)] }, " \
+           "{ A[b, l, t, k] -> [(l + 2)]; B[b, l, t] -> [(l + 2)] }, " \
+           "{ A[b, l, t, k] -> [(4l + t)]; B[b, l, t] -> [(4l + t)] }]"
+    # the enclosing loop b's row is skipped; the constant 2, the same for A and B, is harmless
+    assert _band_skews(_schedule(rows), lt) == ((1, 0), (4, 1), (5, 1))
+    # l = 6 - 2i (descending, step 2), t = 1 + 3j: l -> -2i, 4l + t -> -8i + 3j
+    steps = (_Range("l", 6, -2, 4), _Range("t", 1, 3, 4))
+    assert _band_skews(_schedule(rows), steps) == ((-1, 0), (-8, 3), (-10, 3))
+    assert _band_skews(_schedule(rows, permutable=0), lt) == ()
+    shifted = "[{ A[b, l, t, k] -> [(l)]; B[b, l, t] -> [(l + 1)] }, " \
+              "{ A[b, l, t, k] -> [(t)]; B[b, l, t] -> [(t)] }]"
+    assert _band_skews(_schedule(shifted), lt) == ()  # A and B of one (l, t) apart
+    inner = "[{ A[b, l, t, k] -> [(l + k)]; B[b, l, t] -> [(l)] }]"
+    assert _band_skews(_schedule(inner), lt) == ()  # A's instance spread over k
+    assert _band_skews(None, lt) == ()
+    assert _skew_text("w", (-1, 2), lt) == "w = -l + 2*t"
+    assert _skew_text("w", (1, -1), lt) == "w = l - t" and _skew_text("w", (0, 1), lt) == "w = t"
 
 
 # two launches per instance, inside an outer loop -----------------------------------------------
@@ -226,7 +294,7 @@ def test_cell_then_scale_keeps_body_order():
     loaded, res = rewritten(PROGRAMS / "cell_then_scale.cu")
     (nest,) = res.nests  # the b loop also clears memory: not a nest head itself
     assert nest.rewritten, nest.reason
-    assert nest.vars == ("l", "t") and nest.skew == "w = l + t"
+    assert nest.vars == ("l", "t") and nest.skew == "w = l + t" and nest.skew_from == "isl band"
     # L = 3, T = 5: stages w = 0..6 with 1, 2, 3, 3, 3, 2, 1 members; the 3 full ones loop
     assert nest.stages == (1, 2, 3, 3, 3, 2, 1)
     assert nest.loop == (2, 4) and nest.launches == 30
@@ -271,14 +339,15 @@ def test_deep_nest_skews_the_outer_two():
     loaded, res = rewritten(PROGRAMS / "deep_nest.cu")
     (nest,) = res.nests
     assert nest.rewritten, nest.reason
-    # g = 1, 3, 5 (i = (g - 1)/2), l = 1, 0 (j = 1 - l): 3 x 2 -> stages 1, 2, 2, 1
-    assert nest.vars == ("g", "l") and nest.skew == "w = (g - 1)/2 + (1 - l)"
-    assert nest.stages == (1, 2, 2, 1) and nest.loop == (1, 2)
+    # g = 1, 3, 5 (i = (g - 1)/2), l = 1, 0 (j = 1 - l). The groups g are independent (the
+    # file's comment predates isl's band): its row -l alone is legal, w = j, 2 stages of 3,
+    # fewer than the 4 of i + j
+    assert nest.vars == ("g", "l") and nest.skew == "w = (1 - l)"
+    assert nest.skew_from == "isl band" and nest.stages == (3, 3) and nest.loop is None
     assert nest.launches == 18  # 6 (g, l) instances x 3 steps t
-    loop = next(op for op in res.host.ops if isinstance(op, Loop) and op.var == "w")
-    assert [op.var for op in loop.body] == ["t", "t"]  # type: ignore[union-attr]
+    assert [op.var for op in res.host.ops if isinstance(op, Loop)] == ["t"] * 6
     src = nest_of(loaded.host.ops, "g")
-    want = [x for i, j in stage_order(3, 2)
+    want = [x for j in range(2) for i in range(3)
             for x in instance(src, {"g": 1 + 2 * i, "l": 1 - j})]
     assert concrete(res.host.ops) == want
 

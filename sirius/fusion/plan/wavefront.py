@@ -32,6 +32,7 @@ docs/fusion-wavefront.md has the details and an example.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ class Wavefront:
     schedule: str | None = None  # the isl schedule of the body statements, as a map
     permutable: bool | None = None  # whether isl's outermost band is permutable
     skew: str | None = None  # "w = l + t"
+    skew_from: str | None = None  # "isl band" (isl's schedule) or "fixed list" (SKEWS)
     stages: tuple[int, ...] = ()  # instances (l, t) per stage, in stage order
     launches: int | None = None  # launches the nest runs (before = after); None when
     # an inner loop's trip count depends on a loop around the nest
@@ -88,7 +90,8 @@ class Wavefront:
         return {"loc": str(self.loc) if self.loc else None, "path": list(self.path),
                 "vars": list(self.vars), "statements": list(self.statements),
                 "schedule": self.schedule, "permutable": self.permutable, "skew": self.skew,
-                "stages": list(self.stages), "launches": self.launches,
+                "skew_from": self.skew_from, "stages": list(self.stages),
+                "launches": self.launches,
                 "launch_ops": list(self.launch_ops), "var": self.var,
                 "loop": list(self.loop) if self.loop else None, "reason": self.reason}
 
@@ -98,8 +101,9 @@ class Wavefront:
             return f"{head}: left alone: {self.reason}"
         loop = (f"stages {self.loop[0]}..{self.loop[1]} as a loop over {self.var}"
                 if self.loop else "all stages unrolled")
-        return (f"{head}: {self.skew}; {self.launches} launches in {len(self.stages)} stages "
-                f"of {list(self.stages)}; {loop}; schedule {self.schedule}")
+        return (f"{head}: {self.skew} ({self.skew_from}); {self.launches} launches in "
+                f"{len(self.stages)} stages of {list(self.stages)}; {loop}; "
+                f"schedule {self.schedule}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,9 +265,11 @@ class _Rewriter:
             record = dataclasses.replace(record, statements=tuple(st.id for st in stmts))
             depth = next(k for k, lp in enumerate(stmts[0].loops) if lp is outer)
             deps = _restricted(self.uar.dependences, stmts, depth)
-            schedule, permutable = _schedule(stmts, [rel for _, rel in deps])
-            record = dataclasses.replace(record, schedule=schedule, permutable=permutable)
-            skew = _legal_skew(deps, depth, ranges)
+            schedule = _schedule(stmts, [rel for _, rel in deps])
+            record = dataclasses.replace(
+                record, schedule=None if schedule is None else str(schedule.get_map()),
+                permutable=_permutable(schedule))
+            skew, origin = _legal_skew(deps, depth, ranges, _band_skews(schedule, ranges))
         except _Refuse as e:
             return dataclasses.replace(record, reason=str(e)), None
         rl, rt = ranges
@@ -280,9 +286,8 @@ class _Rewriter:
             whole = self.sequential and count is not None and count <= self.unroll_limit
             new, loop = self.emit(inner.body, ranges, outer.loc, unrolled=whole)
         _check_instances(inner.body, ranges, new, self.var)
-        ci, cj = (f"{c}*" if c != 1 else "" for c in skew)
         record = dataclasses.replace(
-            record, skew=f"{self.var} = {ci}{rl.index()} + {cj}{rt.index()}", stages=stages,
+            record, skew=_skew_text(self.var, skew, ranges), skew_from=origin, stages=stages,
             launches=count,
             launch_ops=(len(list(_launches(inner.body))), len(list(_launches(new)))),
             var=self.var if loop else None, loop=loop)
@@ -421,44 +426,141 @@ def _relation(like: isl.Map, constraints: list[str]) -> isl.Map:
                    f"{like.get_tuple_name(isl.dim_type.out)}[{dst}] : {cond} }}")
 
 
-def _schedule(stmts: list[Statement], rels: list[isl.Map]) -> tuple[str | None, bool | None]:
+def _schedule(stmts: list[Statement], rels: list[isl.Map]) -> isl.Schedule | None:
+    """isl's schedule of the body statements, the dependences as validity and proximity
+    constraints; None when isl runs out of its budget. isl's guard against loop coalescing is
+    off for this question: it rejects a coefficient as large as another loop's extent, which is
+    exactly what a steep wavefront (5l + t over 3 values of l) needs."""
     domain = isl.UnionSet.from_set(stmts[0].domain)
     for st in stmts[1:]:
         domain = domain.union(isl.UnionSet.from_set(st.domain))
     validity = isl.UnionMap("{ }")
     for rel in rels:
         validity = validity.union(isl.UnionMap.from_map(rel))
-    sc = isl.ScheduleConstraints.on_domain(domain).set_validity(validity)
-    sched = islutil.bounded(SCHEDULE_BUDGET, sc.set_proximity(validity).compute_schedule, None)
-    if sched is None:
-        return None, None
+    sc = isl.ScheduleConstraints.on_domain(domain).set_validity(validity).set_proximity(validity)
+    ctx = domain.get_ctx()
+    coalescing = ctx.get_schedule_treat_coalescing()
+    ctx.set_schedule_treat_coalescing(0)
+    try:
+        return islutil.bounded(SCHEDULE_BUDGET, sc.compute_schedule, None)
+    finally:
+        ctx.set_schedule_treat_coalescing(coalescing)
+
+
+def _outer_band(sched: isl.Schedule) -> isl.ScheduleNode | None:
+    """The outermost band node of a schedule tree, None when it has none."""
     node = sched.get_root()
     while node.get_type() != isl.schedule_node_type.band and node.n_children() > 0:
         node = node.child(0)
-    permutable = (bool(node.band_get_permutable())
-                  if node.get_type() == isl.schedule_node_type.band else None)
-    return str(sched.get_map()), permutable
+    return node if node.get_type() == isl.schedule_node_type.band else None
 
 
-# the skews tried, in order: the plain wavefront first, then steeper ones (a dependence from
-# (l - 1, t + 1) to (l, t) needs 2l + t); the first legal one is used
+def _permutable(sched: isl.Schedule | None) -> bool | None:
+    band = None if sched is None else _outer_band(sched)
+    return None if band is None else bool(band.band_get_permutable())
+
+
+def _band_skews(sched: isl.Schedule | None, nest: tuple[_Range, _Range]
+                ) -> tuple[tuple[int, int], ...]:
+    """The skews isl's schedule suggests: its outermost band's first two rows that involve the
+    nest's loops, each alone and their sum (any positive sum of a permutable band's rows keeps
+    every dependence's distance non-negative; `_check_legal` decides which separate the
+    instances). A row c_l*l + c_t*t is c_l*s_l*i + c_t*s_t*j plus a constant in iteration
+    counts; each skew is divided by its gcd. Nothing when the band is not permutable, or a row
+    is not one affine function of the loops for every statement (a per-statement shift or
+    coefficient, an inner loop's variable, a division): such a row does not map an instance
+    (l, t), all its launches, to one stage. The coefficients of the loops around the nest,
+    fixed inside it, are dropped."""
+    band = None if sched is None else _outer_band(sched)
+    if band is None or not band.band_get_permutable():
+        return ()
+    partial = band.band_get_partial_schedule()
+    rows: list[tuple[int, int]] = []
+    for k in range(band.band_n_member()):
+        if len(rows) == 2:
+            break
+        row = _row(partial.get_at(k), nest)
+        if row is None:
+            return ()
+        if row != (0, 0):
+            rows.append(row)
+    if len(rows) == 2:
+        rows.append((rows[0][0] + rows[1][0], rows[0][1] + rows[1][1]))
+    skews = (_reduced(r) for r in rows)
+    return tuple(dict.fromkeys(s for s in skews if s != (0, 0)))
+
+
+def _row(row: isl.UnionPwAff, nest: tuple[_Range, _Range]) -> tuple[int, int] | None:
+    """The coefficients (a, b) of i and j in one band row, when the row is the same affine
+    function of the loops for every statement; None otherwise."""
+    pieces = row.get_pw_aff_list()
+    forms = {_affine(aff, nest[1].var)
+             for k in range(pieces.n_pw_aff()) for _, aff in pieces.get_at(k).get_pieces()}
+    if len(forms) != 1 or None in forms:
+        return None
+    (form,) = forms
+    assert form is not None
+    coefs = dict(form[0])
+    return tuple(coefs.get(r.var, 0) * r.step for r in nest)  # type: ignore[return-value]
+
+
+def _affine(aff: isl.Aff, inner: str) -> tuple[frozenset[tuple[str, int]], int] | None:
+    """One statement's piece of a schedule row as (its non-zero coefficients by loop name, its
+    constant), when it is an integer affine function of the loops down to the nest's `inner`
+    one (no division, no parameter, no deeper loop); None otherwise."""
+    if aff.dim(isl.dim_type.div):
+        return None
+    coefs: dict[str, int] = {}
+    deeper = False
+    for name, (kind, pos) in sorted(aff.get_var_dict().items(), key=lambda x: x[1][1]):
+        val = aff.get_coefficient_val(kind, pos)
+        if not val.is_int():
+            return None
+        c = val.to_python()
+        if c and (kind != isl.dim_type.in_ or deeper):
+            return None
+        if c:
+            coefs[name] = c
+        deeper = deeper or (kind == isl.dim_type.in_ and name == inner)
+    const = aff.get_constant_val()
+    return (frozenset(coefs.items()), const.to_python()) if const.is_int() else None
+
+
+def _reduced(skew: tuple[int, int]) -> tuple[int, int]:
+    g = math.gcd(*skew)
+    return skew if g == 0 else (skew[0] // g, skew[1] // g)
+
+
+# the skews tried after isl's band: the plain wavefront, then steeper ones (a dependence from
+# (l - 1, t + 1) to (l, t) needs 2l + t)
 SKEWS = ((1, 1), (2, 1), (1, 2), (3, 1), (1, 3), (3, 2), (2, 3))
 
 
 def _legal_skew(deps: list[tuple[Dependence, isl.Map]], depth: int,
-                ranges: tuple[_Range, _Range]) -> tuple[int, int]:
-    """The first skew (a, b) of SKEWS under which every dependence goes to a later stage
-    w = a*i + b*j or stays in one instance (i, j the iteration counts), checked with isl;
-    refuse, with the plain wavefront's counterexample, when none is."""
-    first = None
-    for skew in SKEWS:
+                ranges: tuple[_Range, _Range], band: tuple[tuple[int, int], ...]
+                ) -> tuple[tuple[int, int], str]:
+    """The skew (a, b) with the fewest stages w = a*i + b*j (i, j the iteration counts) under
+    which every dependence goes to a later stage or stays in one instance, checked with isl,
+    and where it came from: "isl band" (`band`, first on a tie) or "fixed list" (SKEWS). A skew
+    with one instance in every stage only serializes the nest: not used. Refuse, with the plain
+    wavefront's counterexample, when no skew is left."""
+    rl, rt = ranges
+    tried = [*band, *(s for s in SKEWS if s not in band)]
+    plain = None
+    for skew in sorted(tried, key=lambda s: _stage_count(s, rl.trips, rt.trips)):
+        if _stage_count(skew, rl.trips, rt.trips) == rl.trips * rt.trips:
+            break  # this one and the rest: one instance per stage (after l + t, which is not)
         try:
             _check_legal(deps, depth, ranges, skew)
-            return skew
+            return skew, "isl band" if skew in band else "fixed list"
         except _Refuse as e:
-            first = first or e
-    assert first is not None
-    raise first
+            plain = e if skew == (1, 1) else plain
+    assert plain is not None
+    raise plain
+
+
+def _stage_count(skew: tuple[int, int], nl: int, nt: int) -> int:
+    return len({skew[0] * i + skew[1] * j for i in range(nl) for j in range(nt)})
 
 
 def _check_legal(deps: list[tuple[Dependence, isl.Map]], depth: int,
@@ -475,8 +577,9 @@ def _check_legal(deps: list[tuple[Dependence, isl.Map]], depth: int,
         if not hit.is_empty():
             what = f"{d.kind} on {d.buffer}" if d.buffer else d.kind
             raise _Refuse(f"dependence {d.src} -> {d.dst} ({what}) links two instances of one "
-                          f"wavefront ({rl.var} + {rt.var} does not increase, nor does any "
-                          f"steeper skew tried), e.g. {hit.sample()}")
+                          f"wavefront ({rl.var} + {rt.var} does not increase, and no other skew "
+                          "tried, from isl's band or the fixed list, gives a stage of two "
+                          f"instances), e.g. {hit.sample()}")
 
 
 def _skewed(skew: tuple[int, int], nl: int, nt: int) -> list[list[tuple[int, int]]]:
@@ -488,6 +591,16 @@ def _skewed(skew: tuple[int, int], nl: int, nt: int) -> list[list[tuple[int, int
         for j in range(nt):
             stages.setdefault(a * i + b * j, []).append((i, j))
     return [stages[w] for w in sorted(stages)]
+
+
+def _skew_text(var: str, skew: tuple[int, int], ranges: tuple[_Range, _Range]) -> str:
+    """`w = 5*l + t`, `w = l`, `w = l - t`: the skew over the iteration counts as text."""
+    text = ""
+    for c, r in zip(skew, ranges, strict=True):
+        if c:
+            sign = (" - " if c < 0 else " + ") if text else ("-" if c < 0 else "")
+            text += f"{sign}{'' if abs(c) == 1 else f'{abs(c)}*'}{r.index()}"
+    return f"{var} = {text}"
 
 
 # emission --------------------------------------------------------------------------------------
