@@ -2,7 +2,8 @@
 
 Expected stages and launch orders are derived by hand from the loop bounds in the sources: a
 nest of n_l x n_t iterations has stages w = i + j in [0, n_l + n_t - 2], stage w holding the
-i in [max(0, w - n_t + 1), min(n_l - 1, w)] (j = w - i). Every rewritten program must launch
+i in [max(0, w - n_t + 1), min(n_l - 1, w)] (j = w - i); other skews (w = l, w = 5l + t) are
+counted by hand where they are tested. Every rewritten program must launch
 exactly the original instances (compared by evaluating every launch to concrete numbers) and
 leave every buffer bitwise equal to the original's on the CPU executor.
 """

@@ -1,28 +1,31 @@
 """Wavefront rewrite of host loop nests (global fusion, P2/P3: the loop-nest part).
 
 A perfect nest of host loops `for l: for t: { launches }` (the LSTM of the paper: cell (l, t)
-needs (l, t-1) and (l-1, t)) runs its instances one after another, although the instances on an
-anti-diagonal `w = i + j` (i, j the iteration counts of the two outer loops) are independent.
-This pass rewrites such a nest into a loop over wavefronts ("stages") whose body launches every
-instance of the stage, so that a later planner step can fuse the launches of one stage
-horizontally (P3) while the stages stay ordered (P2).
+needs (l, t-1) and (l-1, t)) runs its instances one after another, although the instances on a
+wavefront, e.g. the anti-diagonal `w = i + j` (i, j the iteration counts of the two outer
+loops), are independent. This pass rewrites such a nest into a sequence of wavefronts
+("stages") each launching every instance of the stage, so that a later planner step can fuse
+the launches of one stage horizontally (P3) while the stages stay ordered (P2).
 
 For each nest it
 
 1. collects the UAR statements of the body and the dependences among them;
 2. asks isl for a schedule of those statements (validity and proximity = the dependences) and
-   records it, with whether its outer band is permutable (for the report and the planner; the
-   decision below does not depend on it);
-3. checks the wavefront `w = i + j` with isl: every dependence must go from a wavefront to a
-   later one, or stay inside one instance (l, t) (then the body order, which the rewrite keeps,
-   orders it). When a dependence links two instances of one wavefront, steeper skews
-   `w = a*i + b*j` are tried (SKEWS: 2i + j, i + 2j, ...; a dependence from (l - 1, t + 1) to
-   (l, t) needs 2l + t), and the first legal one is used, its stages all unrolled (their sizes
-   vary); when none is legal the nest is left alone, with the reason recorded;
-4. emits the stages: the short stages of the start (prologue) and of the end (epilogue) unrolled
-   into launches with constant arguments, the stages of equal size in between as a host `Loop`
-   over `w` whose body launches the stage's members with arguments affine in `w` ("loops stay
-   loops"). Each instance is emitted exactly once (checked before the nest is replaced).
+   reads candidate skews `w = a*i + b*j` off its outermost band when that band is permutable
+   and its rows are one affine function of (l, t) for every statement: the band's first two
+   rows each alone and their sum (`[l, 4l + t]` gives l, 4l + t and 5l + t);
+3. checks these and a fixed list of skews (SKEWS: i + j, 2i + j, i + 2j, ...) with isl, never
+   trusting the schedule: every dependence must go from a stage to a later one, or stay inside
+   one instance (l, t) (then the body order, which the rewrite keeps, orders it). The legal
+   skew with the fewest stages is used (isl's band first on a tie); a skew that puts one
+   instance in every stage only serializes the nest and is not; when no skew is left the nest
+   is left alone, with the reason recorded;
+4. emits the stages. Under `w = i + j`: the short stages of the start (prologue) and of the end
+   (epilogue) unrolled into launches with constant arguments, the stages of equal size in
+   between as a host `Loop` over `w` whose body launches the stage's members with arguments
+   affine in `w` ("loops stay loops"); under any other skew every stage unrolled (their sizes
+   vary), in stage order. Each instance is emitted exactly once (checked before the nest is
+   replaced).
 
 Dependences between the nest and statements outside it need no check: the rewritten nest stays
 where the original was and runs every instance, so whatever ran before (after) it still does.
