@@ -320,15 +320,17 @@ def _measure(src: Source, baseline: Variant, whole: list[Variant], device, confi
     for v in [baseline] + whole:
         if v.estimate is None:
             continue
-        if v.result.original:
-            host, program = o.host, o.program
+        if v.result.original:  # its device IR only: a Program holds llvmlite modules, which
+            # cannot be pickled into a Ray task
+            host, program = o.host, _DeviceIR(o.program.device_ir, tuple(o.program.files))
         else:
             try:
                 res, _ = _rebuild(src, v, gpu, a, rebuilt)
             except SiriusError as e:
                 v.measure_note = f"not measured: the rebuild failed: {e.message}"
                 continue
-            host, program = res.host, _DeviceIR(res.device_ir, tuple(res.files))
+            host, program = res.host, _DeviceIR(res.device_ir, tuple(res.files),
+                                                tuple(res.cooperative_kernels))
         key = (v.result.ir_sha, repr(host))
         if key not in keys:
             keys[key] = v.label
@@ -359,10 +361,12 @@ def _measure(src: Source, baseline: Variant, whole: list[Variant], device, confi
 
 @dataclass(frozen=True)
 class _DeviceIR:
-    """What GpuDevice.load_module needs of a fused program: its device IR."""
+    """What GpuDevice.load_module needs of a program: its device IR and the kernels to launch
+    cooperatively (a megakernel's); picklable, for the measurement as a Ray task."""
 
     device_ir: str
     files: tuple
+    cooperative_kernels: tuple = ()
 
 
 def _verify_request(src: Source, v: Variant, rebuilt: dict) -> VerifyRequest:

@@ -1,9 +1,11 @@
 """A stand-in for the `ray` module, for the tests of the Ray fan-out where Ray is not
 installed (make test): tasks run in this process, and every task submitted is recorded with
-the options it asked for (`calls`: (function name, options))."""
+the options it asked for (`calls`: (function name, options)). As with Ray, a task's arguments
+and its result go through pickle (a task whose arguments cannot be pickled fails)."""
 
 from __future__ import annotations
 
+import pickle
 import types
 
 
@@ -49,4 +51,4 @@ class _Task:
         self.ray.calls.append((self.fn.__name__, self.opts))
         if self.ray.task_error is not None:
             raise self.ray.task_error
-        return self.fn(*args)
+        return pickle.loads(pickle.dumps(self.fn(*pickle.loads(pickle.dumps(args)))))
