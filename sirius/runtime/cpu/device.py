@@ -23,6 +23,7 @@ import numpy as np
 from sirius.analysis.irview import build_view
 from sirius.diagnostics import Location, warn
 from sirius.runtime.cpu import counters, monitor, native
+from sirius.runtime.cpu.helperexec import Fault, Memory
 from sirius.runtime.cpu.jit import JitModule, count_from_env
 from sirius.runtime.cpu.memory import DeviceMemory, Region, nearest
 from sirius.runtime.device import KernelFault, LaunchStats, Module, TraceChunk
@@ -101,6 +102,8 @@ class CpuDevice:
         self._lib = native.library()
         self._launches = 0
         self._tables: tuple | None = None  # (key, ctypes arrays of the launch descriptor)
+        # the flags and tables of `counters` megakernels, per (module, kernel), for a run
+        self._counter_memory: dict[tuple[int, str], Memory] = {}
 
     # memory ----------------------------------------------------------------------------------
     def alloc(self, nbytes: int, label: str = "") -> int:
@@ -165,6 +168,7 @@ class CpuDevice:
                            speed=speed, count_flops=self.count_flops)
             _MODULES[key] = jm
         jm.reset()  # a new run: the module's globals start from their initializers
+        self._counter_memory = {k: v for k, v in self._counter_memory.items() if k[0] != id(jm)}
         return Module(jm, {k: k for k in jm.host.kernels})
 
     def launch(self, module: Module, kernel: str, grid, block, smem: int, args: list,
@@ -290,37 +294,33 @@ class CpuDevice:
                                name=f"{shown} (segment {k}"
                                     f"{f', iteration {it}' if looped else ''})", blocks=blocks)
 
-        if entry.waits is None:  # grid barriers
+        if entry.counters is None:  # grid barriers
             parts = [part(k, it) for it in range(entry.trips)
                      for k in range(len(entry.segments))]
             of = [k for _ in range(entry.trips) for k in range(len(entry.segments))]
             extra, checks = (len(parts) - 1) * nblocks, 0
-        else:  # dependence counters: each block as far as its waits let it
-            if tuple(grid) != (entry.waits_grid, 1, 1):
-                raise KernelFault(f"kernel {shown} waits for the blocks of a grid of "
-                                  f"{entry.waits_grid}, but is launched with grid "
-                                  f"{tuple(grid)}", loc)
-            # a device loop's iterations as one sequence of segments (iteration i's segment
-            # k is i * K + k), its waits on the iteration before (segment j + K) pointing
-            # there: blocks run ahead into later iterations as far as their waits allow
+        else:  # dependence counters: each block as far as its helpers let it (counters.py)
+            prog = entry.counters
             nseg = len(entry.segments)
-            waits = [tuple((blo, bhi, it * nseg + j if j < nseg else (it - 1) * nseg + j - nseg,
-                            plo, phi) for blo, bhi, j, plo, phi in entry.waits[k]
-                           if j < nseg or it > 0)
-                     for it in range(entry.trips) for k in range(nseg)]
+            key = (id(module.handle), entry.name)
+            if key not in self._counter_memory:  # its flags live as long as the run
+                self._counter_memory[key] = Memory(prog.fresh_memory())
+            parts, of = [], []
+
+            def run_step(s: int, bs: list[int]) -> None:
+                parts.append(part(s % nseg, s // nseg, bs))
+                of.append(s % nseg)
+
             try:
-                plan = counters.schedule(waits, nblocks, self.order_code,
-                                         self.order_seed * 1_000_003 + self._launches)
-            except counters.Deadlock as e:
-                raise KernelFault(f"kernel {shown}: {e}" + (
-                    f" (segment s is segment s mod {nseg} of iteration s div {nseg})"
-                    if entry.trips > 1 else ""), loc) from None
-            parts = [part(s % nseg, s // nseg, bs) for s, bs in plan.launches]
-            of = [s % nseg for s, _ in plan.launches]
-            checks = plan.flag_checks
-            # a block barrier in each signal (every segment) and wait (every segment but the
-            # first, unless it waits for the iteration before), in every iteration
-            extra = (2 * nseg - 1 + entry.first_wait) * entry.trips * nblocks
+                checks = counters.run(prog, entry.trips, nblocks, tuple(block),
+                                      self.order_code,
+                                      self.order_seed * 1_000_003 + self._launches,
+                                      self._counter_memory[key], run_step)
+            except (counters.Deadlock, Fault) as e:
+                raise KernelFault(f"kernel {shown}: {e}", loc) from None
+            # a block barrier in each signal (every segment) and each wait, every iteration
+            nwaits = sum(w is not None for w in prog.waits)
+            extra = (nseg + nwaits) * entry.trips * nblocks
         counts = [sum(getattr(p, f) for p in parts) for f in (
             "instructions", "global_load_bytes", "global_store_bytes", "shared_load_bytes",
             "shared_store_bytes", "barriers")]
@@ -341,7 +341,7 @@ class CpuDevice:
         return LaunchStats(shown, tuple(grid), tuple(block), smem, *counts,
                            sum(p.seconds for p in parts),
                            modes.pop() if len(modes) == 1 else "+".join(sorted(modes)),
-                           waits=checks, sync="grid" if entry.waits is None else "counters",
+                           waits=checks, sync="grid" if entry.counters is None else "counters",
                            segments=tuple(tuple(x) for x in per),
                            flops=tuple(sum(f[i] for f in per_flops) for i in range(3)),
                            segment_flops=tuple(tuple(f) for f in per_flops))

@@ -266,28 +266,24 @@ BLOCK_DECLS = ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
 @dataclass(frozen=True, slots=True)
 class Segments:
     """A megakernel's segments: (the function called, the call's argument texts) each, in
-    order; for the `counters` variant, the wait-table entries of the wait before each segment
-    (`counters.Entry`; none before the first) and the block count its waits assume."""
+    order; for the `counters` variant, its helper calls and their tables (`counters`: the wait
+    arguments before each segment or None, the signal arguments after each, and the globals
+    they name with their initial bytes and whether they may be written)."""
     calls: list[tuple[str, list[str]]]
-    waits: list[tuple[tuple[int, int, int, int, int], ...]] | None = None
-    grid: int = 0
-    # a device loop (grid variant): the segments run `trips` times, a grid barrier between
-    # iterations; `iteration` is the loop variable (`%name`) the calls pass as their last
+    counters: tuple | None = None
+    # a device loop: the segments run `trips` times (grid variant: a grid barrier between
+    # iterations); `iteration` is the loop variable (`%name`) the calls pass as their last
     # argument
     trips: int = 1
     iteration: str | None = None
-    # counters in a device loop: a wait before the first segment too (on the iteration
-    # before: its entries name segment j + the segment count)
-    first_wait: bool = False
 
 
 def segments_of(fn: Function, defined: set[str], module_text: str = ""
                 ) -> Segments | str | None:
     """A megakernel's segments when `fn` is one. The grid variant: a body of calls of
     functions defined in the module, `sirius_grid_sync()` between them, and `ret void`. The
-    counters variant: per segment k a `sirius_mk_wait` naming its wait-table entries (k > 0),
-    the segment's call and `sirius_mk_signal(flags, k, ...)`, all with one grid and the index
-    of the last segment.
+    counters variant: per segment an optional `sirius_mk_wait`, the segment's call and a
+    `sirius_mk_signal` (`_counter_segments`).
     None when `fn` has neither; a sentence when it has one in another form (the executor
     cannot say what it means then)."""
     calls = [ins for b in fn.blocks for ins in b.instrs
@@ -434,6 +430,9 @@ def _loop_shape(fn: Function, barrier: bool) -> tuple[list, int, str] | str:
 
 
 def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | str:
+    """The counters form: per segment an optional `sirius_mk_wait`, the segment's call and a
+    `sirius_mk_signal`, the helpers' arguments constants and globals of the module. What the
+    helpers do with them is theirs to say: the executor runs them (counters.py)."""
     def bad(what: str) -> str:
         return (f"has dependence counters ({MK_WAIT}) outside the form the executor runs "
                 f"(wait, segment call and signal per segment): {what[:100]}")
@@ -447,71 +446,57 @@ def _counter_segments(fn: Function, defined: set[str], text: str) -> Segments | 
             return bad(shape)
         ins, trips, it = shape
     calls: list[tuple[str, list[str]]] = []
-    waits: list[tuple[tuple[int, int, int, int, int], ...]] = []
-    grids: set[int | None] = set()
-    lasts: set[int | None] = set()
-    # what comes next: "first" segment call, "signal", "wait", a segment call "after" a wait
-    state, entries, first_wait = "first", (), False
+    waits: list[tuple[tuple[str, object], ...] | None] = []
+    signals: list[tuple[tuple[str, object], ...]] = []
+    # what comes next: a wait or a segment call ("open"), the segment after a wait, a signal
+    state, wait = "open", None
     for x in ins:
         callee = _callee(x)
-        args = [a.split()[-1] for a in call_args(x.text, callee)[0]] if callee else []
-        # in a device loop the first segment may wait too (for the iteration before)
-        if callee == MK_WAIT and (state == "wait" or state == "first" and it is not None) \
-                and len(args) == 6:
-            first_wait = first_wait or state == "first"
-            table, index = _int_table(text, args[1]), _int_table(text, args[2])
-            base, g = _int(args[3]), _int(args[4])
-            entries = _block_entries(table, index, base, g)
-            if entries is None:
-                return bad(x.text.strip())
-            grids.add(g)
-            lasts.add(_int(args[5]))
-            state = "after"
+        refs = _helper_args(call_args(x.text, callee)[0]) if callee in MK_HELPERS else None
+        if callee == MK_WAIT and state == "open" and refs is not None:
+            state, wait = "segment", refs
         elif callee in defined and callee not in MK_HELPERS and callee != fn.name \
-                and state in ("first", "after") and _passes_iteration(
+                and state in ("open", "segment") and _passes_iteration(
                     call_args(x.text, callee)[0], it):
-            waits.append(entries)
+            waits.append(wait)
             calls.append((callee, call_args(x.text, callee)[0]))
-            state, entries = "signal", ()
-        elif callee == MK_SIGNAL and state == "signal" and len(args) == 4 \
-                and _int(args[1]) == len(calls) - 1:
-            grids.add(_int(args[2]))
-            lasts.add(_int(args[3]))
-            state = "wait"
+            state, wait = "signal", None
+        elif callee == MK_SIGNAL and state == "signal" and refs is not None:
+            signals.append(refs)
+            state = "open"
         else:
             return bad(x.text.strip())
-    if state != "wait" or len(grids) != 1 or None in grids or lasts != {len(calls) - 1}:
-        return bad("an unfinished segment, or waits for different grids or segment counts")
-    (g,) = grids
-    segs = len(calls) * (2 if it is not None else 1)  # j >= the count: the iteration before
-    for entries in waits:
-        for blo, bhi, j, plo, phi in entries:
-            if not (0 <= blo <= bhi < g and 0 <= plo <= phi < g and 0 <= j < segs):
-                return bad(f"wait entry {[blo, bhi, j, plo, phi]} outside {len(calls)} "
-                           f"segments of {g} blocks")
-    return Segments(calls, waits, g, trips, it, first_wait)
+    if state != "open" or not calls:
+        return bad("a wait or a segment without the signal after it")
+    names = sorted({x for refs in (*waits, *signals) if refs for kind, x in refs
+                    if kind == "g"})
+    memory = []
+    for name in names:
+        got = _int_global(text, name)
+        if got is None:
+            return bad(f"@{name} is not an integer array the executor can read")
+        # the helpers take it as an argument: named anywhere but its definition and this
+        # body, a segment could reach it, and would see other memory than the helpers
+        uses = len(re.findall(rf'@"?{re.escape(name)}"?\b', text))
+        if uses != 1 + len(re.findall(rf'@"?{re.escape(name)}"?\b', fn.text)):
+            return bad(f"@{name}, a table of the counters, is used outside the megakernel's "
+                       "body")
+        memory.append((name, *got))
+    return Segments(calls, trips=trips, iteration=it,
+                    counters=(tuple(waits), tuple(signals), tuple(memory)))
 
 
-def _block_entries(table: list[int] | None, index: list[int] | None, base: int | None,
-                   g: int | None) -> tuple[tuple[int, ...], ...] | None:
-    """The wait entries of one segment as the device reads them: block b's own entries are
-    [index[base + b], index[base + b + 1]) of the table, and each names block b alone
-    (codegen/grid.py `_counter_tables`). None when the tables are not in that form: then the
-    device would wait for other entries than the executor, which refuses the kernel."""
-    if table is None or index is None or base is None or g is None or base < 0 \
-            or base + g >= len(index):
-        return None
-    offsets = index[base:base + g + 1]
-    if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)) or offsets[0] < 0 \
-            or offsets[-1] > len(table) // 5:
-        return None
-    out = []
-    for b in range(g):
-        for i in range(offsets[b], offsets[b + 1]):
-            e = tuple(table[5 * i:5 * i + 5])
-            if e[0] != b or e[1] != b:
-                return None
-            out.append(e)
+def _helper_args(args: list[str]) -> tuple[tuple[str, object], ...] | None:
+    """A helper call's arguments as ("g", global) and ("c", integer); None for any other."""
+    out: list[tuple[str, object]] = []
+    for a in args:
+        ty, v = a.split()[0], a.split()[-1]
+        if v.startswith("@"):
+            out.append(("g", v[1:].strip('"')))
+        elif ty.startswith("i") and _int(v) is not None:
+            out.append(("c", _int(v)))
+        else:
+            return None
     return tuple(out)
 
 
@@ -522,17 +507,22 @@ def _int(a: str) -> int | None:
         return None
 
 
-def _int_table(text: str, ref: str) -> list[int] | None:
-    """The i32 array a module global (`@name`) is initialised with."""
-    name = re.escape(ref.lstrip("@").strip('"'))
-    m = re.search(rf'^@"?{name}"? = [^\n]*?constant \[(\d+) x i32\] '
+def _int_global(text: str, name: str) -> tuple[bytes, bool] | None:
+    """The initial bytes of a module global that is an array of integers (`@name = ...
+    global|constant [N x iW] zeroinitializer|[...]`), and whether it may be written."""
+    m = re.search(rf'^@"?{re.escape(name)}"? = [^\n]*?\b(global|constant) \[(\d+) x i(\d+)\] '
                   r"(zeroinitializer|\[([^\]]*)\])", text, re.M)
-    if m is None:
+    if m is None or int(m.group(3)) % 8:
         return None
-    if m.group(2) == "zeroinitializer":
-        return [0] * int(m.group(1))
-    vals = [_int(v.strip().removeprefix("i32 ")) for v in m.group(3).split(",")]
-    return None if None in vals else vals  # type: ignore[return-value]
+    n, width = int(m.group(2)), int(m.group(3)) // 8
+    if m.group(4) == "zeroinitializer":
+        return bytes(n * width), m.group(1) == "global"
+    vals = [_int(v.strip().split()[-1]) for v in m.group(5).split(",")]
+    if None in vals or len(vals) != n:
+        return None
+    data = b"".join((v % (1 << (8 * width))).to_bytes(width, "little")
+                    for v in vals)  # type: ignore[operator]
+    return data, m.group(1) == "global"
 
 
 def segment_wrapper(index: int, header: str, fn: Function, callee: str, call: list[str],

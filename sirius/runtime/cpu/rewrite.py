@@ -33,10 +33,18 @@ from dataclasses import dataclass
 from sirius.analysis.irtypes import type_size
 from sirius.analysis.irview import Function, Instr, ModuleView
 from sirius.diagnostics import Location
-from sirius.fusion.spec import GRID_SYNC, GRID_SYNC_COUNTER, MK_FLAGS, MK_HELPERS
+from sirius.fusion.spec import (
+    GRID_SYNC,
+    GRID_SYNC_COUNTER,
+    MK_FLAGS,
+    MK_HELPERS,
+    MK_SIGNAL,
+    MK_WAIT,
+)
 from sirius.runtime.cpu import native as N
 from sirius.runtime.cpu import ptxlift, wiloop
 from sirius.runtime.cpu.checks import access_check_ir
+from sirius.runtime.cpu.counters import CounterProgram
 from sirius.runtime.cpu.entries import (
     BLOCK_DECLS,
     Segments,
@@ -47,6 +55,7 @@ from sirius.runtime.cpu.entries import (
     thread_wrapper,
 )
 from sirius.runtime.cpu.flops import block_flops
+from sirius.runtime.cpu.helperexec import Unsupported, compile_helper
 from sirius.runtime.cpu.lowering import (
     FLUSH,
     State,
@@ -86,15 +95,12 @@ class KernelEntry:
     # a megakernel (fusion's grid arrangement): the entries of its segments, run one after
     # another over the whole grid (what its grid barriers mean); its own body never runs
     segments: tuple[str, ...] = ()
-    # a `counters` megakernel: the wait-table entries before each segment (counters.Entry)
-    # and the grid its waits assume; its segments' blocks run as the waits allow
-    waits: tuple[tuple[tuple[int, int, int, int, int], ...], ...] | None = None
-    waits_grid: int = 0
+    # a `counters` megakernel: its helper calls, the helpers and their tables; its segments'
+    # blocks run as fibers, as far as the helpers let them (counters.py)
+    counters: CounterProgram | None = None
     # a device loop: the segments run this many times (each entry takes the iteration as
     # one more i32 argument after the kernel's)
     trips: int = 1
-    # counters in a device loop: the first segment waits too (for the iteration before)
-    first_wait: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +261,22 @@ def _stub(decl: str) -> str:
     return f"define internal {ret} {name}({', '.join(named)}) {{\n  unreachable\n}}"
 
 
+def _counter_program(view: ModuleView, calls: tuple) -> tuple[CounterProgram | None, str | None]:
+    """A `counters` megakernel's helper calls with the helpers compiled (helperexec.py), or
+    why the executor cannot run its helpers."""
+    waits, signals, memory = calls
+    codes = {}
+    for name in ((MK_WAIT,) if any(w is not None for w in waits) else ()) + (MK_SIGNAL,):
+        fn = view.functions.get(name)
+        if fn is None or fn.is_declaration:
+            return None, f"its counter helper {name} is not defined in the module"
+        try:
+            codes[name] = compile_helper(fn)
+        except Unsupported as e:
+            return None, f"the executor cannot run its counter helper {name}: {e}"
+    return CounterProgram(waits, signals, codes.get(MK_WAIT), codes[MK_SIGNAL], memory), None
+
+
 def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             instrument: bool = False, loops: bool = True,
             count_flops: bool = False) -> HostModule:
@@ -404,12 +426,13 @@ def rewrite(view: ModuleView, host_layout: str, host_triple: str, lib_has,
             why = next((st.rejected[f] for f in [fn.name] if f in st.rejected), None)
             why = why or next((entries[s].rejected for s in segs if entries[s].rejected), None)
             mk = megakernels[fn.name]
+            prog = None
+            if mk.counters is not None:
+                prog, bad = _counter_program(view, mk.counters)
+                why = why or bad
             entries[fn.name] = KernelEntry(fn.name, f"__sirius_thread_{k}",
                                            tuple(a.type for a in fn.args), False, why,
-                                           segments=segs,
-                                           waits=None if mk.waits is None else
-                                           tuple(mk.waits), waits_grid=mk.grid,
-                                           trips=mk.trips, first_wait=mk.first_wait)
+                                           segments=segs, counters=prog, trips=mk.trips)
             wrappers.append(thread_wrapper(k, header, fn))
             continue
         seg = next(seg_names) if fn.calling_conv != "ptx_kernel" else None
