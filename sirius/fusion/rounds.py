@@ -38,6 +38,7 @@ from sirius.fusion.spec import (
     FusedModule,
     Member,
 )
+from sirius.fusion.waits import WaitsNotProven
 from sirius.postopt import PassContext, PassError, PassStep, run_pipeline
 from sirius.postopt.host_constants import CLONE
 
@@ -452,10 +453,15 @@ def _megakernel_round(res: FuseResult, state: _State, infos: dict[str, KernelInf
                 chunks.append(([x for _, _, x in chunk], None))
                 continue
             name = f"sirius_g{len(specs)}"
-            spec, members, across[name] = megakernel_spec(
-                name, region, chunk, fused, by_launch, state.member_launches,
-                state.mk_grid.get(ri, sms), res.options.megakernel, res.uar,
-                lambda x: _types(x, infos, fused))
+            try:
+                spec, members, across[name] = megakernel_spec(
+                    name, region, chunk, fused, by_launch, state.member_launches,
+                    state.mk_grid.get(ri, sms), res.options.megakernel, res.uar,
+                    lambda x: _types(x, infos, fused))
+            except WaitsNotProven as e:  # never emitted: its launches stay as they were
+                res.undone.append(f"{name}: not built: {e}")
+                chunks.append(([x for _, _, x in chunk], None))
+                continue
             specs.append(spec)
             chunks.append((members, spec.name))
         chosen[ri] = chunks
@@ -526,7 +532,11 @@ def _device_loops(res: FuseResult, state: _State, chosen: dict, specs: list[Fuse
             if isinstance(dl, str):
                 notes[name].append(f"its host loop ({_at(sub[0])}) stays on the host: {dl}")
                 continue
-            lagged = across[name](tuple(x.var for x in sub))
+            try:
+                lagged = across[name](tuple(x.var for x in sub))
+            except WaitsNotProven as e:
+                notes[name].append(f"its host loop ({_at(sub[0])}) stays on the host: {e}")
+                continue
             got[name] = (*dl, lagged, sub[0])
             how = "a grid barrier between two" if res.options.megakernel == "grid" else \
                 (f"{len(lagged)} wait(s) on the iteration before in place of a grid barrier "

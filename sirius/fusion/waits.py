@@ -75,7 +75,26 @@ def loop_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[str
                                              for ed in uar.effects[v]):
                 continue
             _want(want, seg_of[c], seg_of[a], span[a], span[c], per_block)
-    return _compressed(want, lag=1)
+    out = _compressed(want, lag=1)
+    missing = [(k, b, j) for (k, b, j), (lo, hi) in sorted(want.items())
+               if not _itself(b, (lo, hi))
+               and not any(w.segment == k and w.after == j and w.blocks[0] <= b <= w.blocks[1]
+                           and w.producers[0] <= lo and hi <= w.producers[1] for w in out)]
+    if missing:
+        raise WaitsNotProven(_not_covered(missing, "of the iteration before"))
+    return out
+
+
+class WaitsNotProven(ValueError):
+    """The waits made do not cover every dependence between blocks: no megakernel."""
+
+
+def _not_covered(missing: list[tuple[int, int, int]], when: str = "") -> str:
+    shown = "; ".join(f"block {b} before segment {k} on segment {j}{' ' + when if when else ''}"
+                      for k, b, j in missing[:3])
+    more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
+    return (f"the dependence-counter waits do not cover every dependence between blocks: "
+            f"{shown}{more}")
 
 
 def _conflicting(es, ed) -> bool:
@@ -148,7 +167,7 @@ def counter_waits(segments: Sequence[Sequence[int]], covers: Sequence[frozenset[
     out = _compressed(keep)
     uncovered = _uncovered(want, out)
     if uncovered:  # the reduction or the compression above lost a wait: never emit that
-        raise AssertionError(f"counter waits do not cover {uncovered[:3]}")
+        raise WaitsNotProven(_not_covered(uncovered))
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 
 import pytest
 from codegen_support import check_same, corpus, fused_program, run, with_module
@@ -195,14 +196,52 @@ def test_a_cyclic_wait_is_reported_as_a_deadlock():
         run(fused_program(mm, bad, [0, 1, 2]), with_module(mm, bad), mm)
 
 
-def test_a_wait_entry_outside_its_blocks_slice_is_refused():
-    """The device reads only block b's slice of the wait table (its index); an entry there
-    naming another block would be waited for by b on the GPU and by the other block in a
-    reading of the whole table: the executor refuses the kernel rather than guess."""
+def _edit_helper(fm, name: str, old: str, new: str):
+    """`fm` with every match of the pattern `old` in helper `name` (optimised IR) replaced."""
+    start = fm.text.index(f"define dso_local void @{name}(")
+    end = fm.text.index("\n}\n", start)
+    body, n = re.subn(old, new, fm.text[start:end])
+    assert n >= 1, fm.text[start:end]
+    return type(fm)(fm.text[:start] + body + fm.text[end:], fm.kernels)
+
+
+def test_the_executor_runs_the_wait_helper_as_written():
+    """The waits are the helper's own code on the device's tables: a wait helper whose target
+    is one less (every flag is at least that from the start) lets consumer blocks run before
+    their producers, and verify sees it; the tables alone would have said nothing was wrong."""
+    mm, fm = mba_counters(CHAIN)
+    # the spin goes on while flag - target < 0: made flag - target < -1
+    bad = _edit_helper(fm, "sirius_mk_wait", r"icmp slt i32 (%diff[\w.]*), 0",
+                       r"icmp slt i32 \1, -1")
+    with pytest.raises(AssertionError, match="buffer"):
+        check_same(mm, bad, fused_program(mm, bad, [0, 1, 2]))
+
+
+def test_a_producer_range_cut_in_the_table_is_caught():
+    """Block 1 of segment 1 made to wait only for block 0 of segment 0 (the device reads
+    fields 2-4 of its entries): it runs before the producers it reads, and verify sees it."""
     mm, fm = mba_counters(CHAIN)
     bad = _edit_table(fm, "i32 1, i32 1, i32 0, i32 0, i32 4,",
-                      "i32 2, i32 2, i32 0, i32 0, i32 4,")
-    with pytest.raises(KernelFault, match="dependence counters .*outside the form"):
+                      "i32 1, i32 1, i32 0, i32 0, i32 0,")
+    with pytest.raises(AssertionError, match="buffer"):
+        check_same(mm, bad, fused_program(mm, bad, [0, 1, 2]))
+
+
+def test_a_wait_helper_reading_past_its_table_is_a_fault():
+    mm, fm = mba_counters(CHAIN)
+    bad = _edit_helper(fm, "sirius_mk_wait", r"%at1 = add i32 %at0, 1\b",
+                       "%at1 = add i32 %at0, 99")
+    with pytest.raises(KernelFault, match=r"an access at byte \d+ of @mk_mkwaitidx, which has "
+                                          r"\d+ bytes"):
+        run(fused_program(mm, bad, [0, 1, 2]), with_module(mm, bad), mm)
+
+
+def test_a_helper_outside_the_executors_subset_is_refused_naming_it():
+    mm, fm = mba_counters(CHAIN)
+    bad = _edit_helper(fm, "sirius_mk_signal", r"%v = add i32 %e, 1\b",
+                       "%vf = uitofp i32 %e to float\n  %v = fptoui float %vf to i32")
+    with pytest.raises(KernelFault, match="cannot run its counter helper sirius_mk_signal: "
+                                          "the instruction uitofp"):
         run(fused_program(mm, bad, [0, 1, 2]), with_module(mm, bad), mm)
 
 
@@ -215,14 +254,16 @@ def test_waits_on_a_later_segment_are_refused_before_emitting():
                         waits=(Wait(1, (0, 4), 2, (0, 4)),))
 
 
-def test_the_executor_refuses_counters_it_cannot_interpret():
+def test_a_signal_of_the_wrong_segment_is_reported_as_a_deadlock():
+    """Segment 1 signals segment 0's flags, as the module says: segment 2's blocks then wait
+    for flags nobody raises, on the GPU as here; the executor names them instead of hanging."""
     mm, fm = mba_counters(CHAIN)
-    # segment 1 signals segment 0's flags: the GPU would then run segment 2 too early
     text = fm.text.replace("@sirius_mk_signal(ptr addrspace(1) @mk_mkflags, i32 1,",
                            "@sirius_mk_signal(ptr addrspace(1) @mk_mkflags, i32 0,")
     assert text != fm.text
     bad = type(fm)(text, fm.kernels)
-    with pytest.raises(KernelFault, match="dependence counters .*outside the form"):
+    with pytest.raises(KernelFault, match=r"deadlock: 5 block\(s\) wait .*block 0 before "
+                                          r"segment 2 waits for block 0 of segment 1"):
         run(fused_program(mm, bad, [0, 1, 2]), with_module(mm, bad), mm)
 
 
@@ -318,6 +359,21 @@ def test_the_emitted_waits_are_checked_against_what_the_dependences_need():
     waits = [Wait(1, (0, 0), 0, (0, 3)), Wait(2, (1, 1), 0, (0, 2))]
     assert _uncovered(want, waits) == [(2, 1, 0)]
     assert _uncovered(want, [*waits, Wait(2, (1, 1), 0, (0, 3))]) == []
+
+
+def test_waits_that_lose_a_dependence_are_never_emitted(monkeypatch):
+    """A planted loss in the waits' reduction (the last wait dropped): the coverage check
+    refuses the megakernel, the report says why, and the program stays the plain fusion."""
+    from sirius.fusion import waits
+
+    real = waits._compressed
+    monkeypatch.setattr(waits, "_compressed", lambda want, lag=0: real(want, lag)[:-1])
+    res = fuse([ROOT / "kernels" / "two_mm.cu"], Options(megakernel="counters"))
+    assert not res.megakernels and res.launches_after == 2
+    assert any("not built: the dependence-counter waits do not cover every dependence "
+               "between blocks: block" in x for x in res.undone), res.undone
+    rep = verify_fused(res.original, res, seed=3)
+    assert rep.ok, rep.render()
 
 
 def test_a_region_past_the_launch_limit_becomes_several_megakernels(monkeypatch):
