@@ -3,8 +3,9 @@
 // G = 3 independent groups g = 1, 3, 5 (stride 2), each a stack of L = 2 layers run from the
 // top layer down (l = 1, 0), each layer a recurrence over T = 3 steps (t inner, kept as a loop).
 // Cell (g, l, t) reads layer l+1's output at time t (written by cell (g, l+1, t)) and its own
-// output at t-1. The wavefront skews the outer two loops: with i = (g - 1)/2 and j = 1 - l, the
-// stages w = i + j have 1, 2, 2, 1 members, each member a (g, l) whose t loop runs inside it.
+// output at t-1. The wavefront skews the outer two loops, i = (g - 1)/2 and j = 1 - l: the
+// groups are independent, so isl's band gives w = j (w = 1 - l), 2 stages of 3 members, fewer
+// than the 4 stages (1, 2, 2, 1) of w = i + j; each member a (g, l) whose t loop runs inside it.
 //
 // Memory layout (fp32, N = 32 elements per vector):
 //   d_h [G][L+1][T+1][N]  group g at d_h + (g/2)*S, S = (L+1)*(T+1)*N floats; level L holds the

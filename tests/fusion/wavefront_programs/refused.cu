@@ -1,10 +1,13 @@
-// refused.cu -- host loop nests that global fusion must NOT turn into wavefronts w = l + t.
+// refused.cu -- host loop nests that global fusion must NOT turn into wavefronts w = l + t
+// (nests 1 and 4 take another skew; 2 and 3 stay as they are).
 //
 // Nest 1: cell (l, t) reads the vector that cell (l-1, t+1) wrote: a dependence of distance
 // (1, -1), along the anti-diagonal l + t. Both ends of it lie on the same wavefront w = l + t, so
-// that rewrite is illegal; the steeper skew w = 2l + t is legal (2 - 1 > 0) and is used.
-// Nest 4: the same with distance (1, -3): every skew the pass tries (up to 3l + t, 3l + 2t)
-// leaves both ends in one stage, so the nest stays as it is.
+// that rewrite is illegal. The steeper skew w = 2l + t is legal (2 - 1 > 0), and so is w = l
+// (the steps t of one l are independent): isl's band gives w = l, 3 stages of 4, fewer than
+// 2l + t's, and that is used.
+// Nest 4: the same with distance (1, -3): w = l + t and the fixed list's skews up to 3l + t
+// leave both ends in one stage, but w = l is legal again and is used (3 stages of 4).
 // Nest 2: a legal recurrence (cell (l, t) reads what (l, t-1) wrote), but the body also holds a
 // cudaMemset: only nests whose body is made of launches are rewritten.
 // Nest 3: ping-pong buffers swapped after every step t (a "rotating" address in the host model):
