@@ -258,6 +258,8 @@ def test_every_launch_left_alone_has_a_reason(name: str) -> None:
         named = re.search(rf"(?<!\w){st.id}(?!\w)", text) or \
             any(f"loop {lp.var} " in text for lp in st.loops)
         assert named, (st.id, st.label, notes)
+    # a reason, not the planner's "kept it apart" without one
+    assert not [n for n in notes if "please report" in n], notes
 
 
 def test_alone_reasons_say_why() -> None:
