@@ -73,9 +73,14 @@ class Assumptions:
     issue_rate_factor: float = 1.0
     # a megakernel's synchronisation between two segments, us: a grid barrier (every block's
     # arrival at a device-scope atomic counter, then the release), and a dependence wait (a
-    # flag written with a release store, seen by an acquire load); neither was measured
-    grid_sync_us: float = 2.0
-    wait_us: float = 1.0
+    # flag written with a release store, seen by an acquire load). Both fitted on one H200
+    # (2026-11-29: 42 CUDA-graph replays, 8 of them megakernels; BENCHMARKS.md "The cost
+    # model calibrated on the H200's per-launch times", docs/measurements/h200-2026-11-29).
+    # The wait was fitted on the wait helper before its per-block index, so it is an upper
+    # bound for the helper now; the assumptions before any measurement were 2 and 1 us, and
+    # ranked `counters` megakernels first where the H200 ran plain fusion faster.
+    grid_sync_us: float = 2.62
+    wait_us: float = 4.74
 
     def to_json(self) -> dict:
         return {"sass_per_ir": self.sass_per_ir, "issue_warps_per_sm": self.issue_warps_per_sm,
