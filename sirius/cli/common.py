@@ -10,10 +10,11 @@ import sys
 import time
 
 
-def program_args(sp: argparse.ArgumentParser) -> None:
+def program_args(sp: argparse.ArgumentParser, arch_default: str | None = "sm_80",
+                 arch_help: str = "GPU architecture (default sm_80)") -> None:
     """PROGRAM.cu files, --arch, --entry, -I, -D, -Xclang/--clang-flag, --no-cache."""
     sp.add_argument("files", nargs="+", metavar="PROGRAM.cu")
-    sp.add_argument("--arch", default="sm_80", type=arch, help="GPU architecture (default sm_80)")
+    sp.add_argument("--arch", default=arch_default, type=arch, help=arch_help)
     sp.add_argument("--entry", default="main", help="host entry function (default main)")
     sp.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
                     help="add an include directory")

@@ -172,8 +172,9 @@ def register(sub) -> None:
     sp = sub.add_parser("tune", help="build fusion variants, estimate them for a GPU, verify "
                                      "the fastest; write tune.json, report.md, report.html "
                                      "and chosen/")
-    program_args(sp)
-    sp.set_defaults(arch=None)  # default: the GPU's architecture
+    program_args(sp, arch_default=None,
+                 arch_help="GPU architecture (default: the --gpu's own, e.g. sm_90 for the "
+                           "H100 SXM)")
     sp.add_argument("-o", "--output", metavar="DIR", help="output directory")
     sp.add_argument("--gpu", default=None,
                     help="GPU of the table to estimate for (default: the one --calibrate's "
