@@ -24,13 +24,8 @@ from sirius.analysis.host.model import BufferArg, HostProgram, Launch, Loop, Op,
 from sirius.analysis.host.render import render_ops
 from sirius.analysis.irview import build_view
 from sirius.analysis.uar.build import build_uar
-from sirius.fusion.plan.wavefront import (
-    WavefrontResult,
-    _band_skews,
-    _Range,
-    _skew_text,
-    wavefront_rewrite,
-)
+from sirius.fusion.plan.skews import NestRange, band_skews, skew_text
+from sirius.fusion.plan.wavefront import WavefrontResult, wavefront_rewrite
 
 PROGRAMS = Path(__file__).resolve().parent / "wavefront_programs"
 
@@ -270,24 +265,24 @@ def _schedule(band: str, permutable: int = 1) -> isl.Schedule:
 def test_band_skews_from_hand_built_schedules():
     """The skews read off isl's outermost band: its first two rows in the nest's loops (l, t),
     each alone and their sum, in iteration counts; none when the band cannot be used."""
-    lt = (_Range("l", 0, 1, 4), _Range("t", 0, 1, 4))
+    lt = (NestRange("l", 0, 1, 4), NestRange("t", 0, 1, 4))
     rows = "[{ A[b, l, t, k] -> [(b)]; B[b, l, t] -> [(b)] }, " \
            "{ A[b, l, t, k] -> [(l + 2)]; B[b, l, t] -> [(l + 2)] }, " \
            "{ A[b, l, t, k] -> [(4l + t)]; B[b, l, t] -> [(4l + t)] }]"
     # the enclosing loop b's row is skipped; the constant 2, the same for A and B, is harmless
-    assert _band_skews(_schedule(rows), lt) == ((1, 0), (4, 1), (5, 1))
+    assert band_skews(_schedule(rows), lt) == ((1, 0), (4, 1), (5, 1))
     # l = 6 - 2i (descending, step 2), t = 1 + 3j: l -> -2i, 4l + t -> -8i + 3j
-    steps = (_Range("l", 6, -2, 4), _Range("t", 1, 3, 4))
-    assert _band_skews(_schedule(rows), steps) == ((-1, 0), (-8, 3), (-10, 3))
-    assert _band_skews(_schedule(rows, permutable=0), lt) == ()
+    steps = (NestRange("l", 6, -2, 4), NestRange("t", 1, 3, 4))
+    assert band_skews(_schedule(rows), steps) == ((-1, 0), (-8, 3), (-10, 3))
+    assert band_skews(_schedule(rows, permutable=0), lt) == ()
     shifted = "[{ A[b, l, t, k] -> [(l)]; B[b, l, t] -> [(l + 1)] }, " \
               "{ A[b, l, t, k] -> [(t)]; B[b, l, t] -> [(t)] }]"
-    assert _band_skews(_schedule(shifted), lt) == ()  # A and B of one (l, t) apart
+    assert band_skews(_schedule(shifted), lt) == ()  # A and B of one (l, t) apart
     inner = "[{ A[b, l, t, k] -> [(l + k)]; B[b, l, t] -> [(l)] }]"
-    assert _band_skews(_schedule(inner), lt) == ()  # A's instance spread over k
-    assert _band_skews(None, lt) == ()
-    assert _skew_text("w", (-1, 2), lt) == "w = -l + 2*t"
-    assert _skew_text("w", (1, -1), lt) == "w = l - t" and _skew_text("w", (0, 1), lt) == "w = t"
+    assert band_skews(_schedule(inner), lt) == ()  # A's instance spread over k
+    assert band_skews(None, lt) == ()
+    assert skew_text("w", (-1, 2), lt) == "w = -l + 2*t"
+    assert skew_text("w", (1, -1), lt) == "w = l - t" and skew_text("w", (0, 1), lt) == "w = t"
 
 
 # two launches per instance, inside an outer loop -----------------------------------------------

@@ -35,14 +35,12 @@ docs/fusion-wavefront.md has the details and an example.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import islpy as isl
 
-from sirius.analysis import islutil
 from sirius.analysis.expr import Expr
 from sirius.analysis.host.model import (
     Arg,
@@ -59,8 +57,18 @@ from sirius.analysis.uar.build import UAR
 from sirius.analysis.uar.dependences import Dependence
 from sirius.analysis.uar.effects import Statement
 from sirius.diagnostics import Location
+from sirius.fusion.plan.skews import (
+    NestRange,
+    Refuse,
+    band_skews,
+    legal_skew,
+    nest_schedule,
+    permutable,
+    relation,
+    skew_text,
+    skewed,
+)
 
-SCHEDULE_BUDGET = 500_000  # isl operations for computing one nest's schedule
 UNROLL_LIMIT = 64  # launches an unrolled loop of independent iterations may become
 
 
@@ -164,31 +172,6 @@ class WavefrontResult:
         return self.origins.get(launch)
 
 
-@dataclass(frozen=True, slots=True)
-class _Range:
-    """The iterations of a host loop with constant bounds: lo + step*i, i in [0, trips)."""
-
-    var: str
-    lo: int
-    step: int
-    trips: int
-
-    def at(self, i: Expr | int) -> Expr:
-        return Expr.of(i).scale(self.step) + self.lo
-
-    def index(self) -> str:
-        """The iteration count i as a function of the variable, as text."""
-        v, lo, s = self.var, self.lo, self.step
-        num = v if lo == 0 else f"({v} - {lo})" if s > 0 else f"({lo} - {v})"
-        if s < 0 and lo == 0:
-            num = f"-{v}"
-        return num if abs(s) == 1 else f"{num}/{abs(s)}"
-
-
-class _Refuse(Exception):
-    """A nest is left alone; the message says why."""
-
-
 # the pass --------------------------------------------------------------------------------------
 def wavefront_rewrite(host: HostProgram, uar: UAR, *, var: str = "w",
                       min_loop_stages: int = 2, unroll: int = UNROLL_LIMIT,
@@ -261,24 +244,24 @@ class _Rewriter:
         try:
             ranges = (_range(outer), _range(inner))
             if min(r.trips for r in ranges) < 2:
-                raise _Refuse("a loop of the nest runs fewer than 2 times: no two instances "
+                raise Refuse("a loop of the nest runs fewer than 2 times: no two instances "
                               "can share a wavefront")
             _check_body(inner.body)
             stmts = [self.by_op[id(op)] for op in _launches(inner.body)]
             record = dataclasses.replace(record, statements=tuple(st.id for st in stmts))
             depth = next(k for k, lp in enumerate(stmts[0].loops) if lp is outer)
             deps = _restricted(self.uar.dependences, stmts, depth)
-            schedule = _schedule(stmts, [rel for _, rel in deps])
+            schedule = nest_schedule(stmts, [rel for _, rel in deps])
             record = dataclasses.replace(
                 record, schedule=None if schedule is None else str(schedule.get_map()),
-                permutable=_permutable(schedule))
-            skew, origin = _legal_skew(deps, depth, ranges, _band_skews(schedule, ranges))
-        except _Refuse as e:
+                permutable=permutable(schedule))
+            skew, origin = legal_skew(deps, depth, ranges, band_skews(schedule, ranges))
+        except Refuse as e:
             return dataclasses.replace(record, reason=str(e)), None
         rl, rt = ranges
         count = _count_launches(inner.body, ranges)
         if skew != (1, 1):  # stages of varying size: all unrolled, in stage order
-            order = _skewed(skew, rl.trips, rt.trips)
+            order = skewed(skew, rl.trips, rt.trips)
             stages = tuple(len(m) for m in order)
             new = tuple(self.place(op, {rl.var: rl.at(i), rt.var: rt.at(j)})
                         for m in order for i, j in m for op in inner.body)
@@ -290,7 +273,7 @@ class _Rewriter:
             new, loop = self.emit(inner.body, ranges, outer.loc, unrolled=whole)
         _check_instances(inner.body, ranges, new, self.var)
         record = dataclasses.replace(
-            record, skew=_skew_text(self.var, skew, ranges), skew_from=origin, stages=stages,
+            record, skew=skew_text(self.var, skew, ranges), skew_from=origin, stages=stages,
             launches=count,
             launch_ops=(len(list(_launches(inner.body))), len(list(_launches(new)))),
             var=self.var if loop else None, loop=loop)
@@ -307,30 +290,30 @@ class _Rewriter:
             rng = _range(lp)
             record = dataclasses.replace(record, trips=rng.trips)
             if rng.trips < 2:
-                raise _Refuse("it runs fewer than 2 times")
+                raise Refuse("it runs fewer than 2 times")
             for op in lp.body if not self.sequential else ():  # rotating: resolved below
                 if any(isinstance(a, BufferArg) and isinstance(a.address, Rotating)
                        for a in op.args):
-                    raise _Refuse(f"launch {op.kernel} ({op.loc}) takes a rotating "
+                    raise Refuse(f"launch {op.kernel} ({op.loc}) takes a rotating "
                                   "(ping-pong) address")
             if rng.trips * len(lp.body) > self.unroll_limit:
-                raise _Refuse(f"{rng.trips * len(lp.body)} launches, more than the "
+                raise Refuse(f"{rng.trips * len(lp.body)} launches, more than the "
                               f"{self.unroll_limit} that are unrolled")
             depth = next(k for k, x in enumerate(stmts[0].loops) if x is lp)
             for d, rel in () if self.sequential else \
                     _restricted(self.uar.dependences, stmts, depth):
-                hit = rel.intersect(_relation(rel, [f"b{depth} != a{depth}"]))
+                hit = rel.intersect(relation(rel, [f"b{depth} != a{depth}"]))
                 if not hit.is_empty():
                     what = f"{d.kind} on {d.buffer}" if d.buffer else d.kind
-                    raise _Refuse(f"its iterations depend on each other: {d.src} -> {d.dst} "
+                    raise Refuse(f"its iterations depend on each other: {d.src} -> {d.dst} "
                                   f"({what}), e.g. {hit.sample()}")
-        except _Refuse as e:
+        except Refuse as e:
             return dataclasses.replace(record, reason=str(e)), None
         new = tuple(self.place(op, {lp.var: rng.at(i)})
                     for i in range(rng.trips) for op in lp.body)
         return dataclasses.replace(record, launches=len(new)), new
 
-    def emit(self, body: tuple[Op, ...], ranges: tuple[_Range, _Range], loc: Location | None,
+    def emit(self, body: tuple[Op, ...], ranges: tuple[NestRange, NestRange], loc: Location | None,
              unrolled: bool = False) -> tuple[tuple[Op, ...], tuple[int, int] | None]:
         rl, rt = ranges
         nl, nt = rl.trips, rt.trips
@@ -374,31 +357,31 @@ class _Rewriter:
 
 
 # eligibility -----------------------------------------------------------------------------------
-def _range(lp: Loop) -> _Range:
+def _range(lp: Loop) -> NestRange:
     if lp.hi is None:
-        raise _Refuse(f"loop {lp.var} has a trip count unknown to the analysis")
+        raise Refuse(f"loop {lp.var} has a trip count unknown to the analysis")
     if not (lp.lo.is_const and lp.hi.is_const):
-        raise _Refuse(f"the bounds of loop {lp.var} are not constant: [{lp.lo}, {lp.hi})")
+        raise Refuse(f"the bounds of loop {lp.var} are not constant: [{lp.lo}, {lp.hi})")
     lo, hi = lp.lo.const, lp.hi.const
-    return _Range(lp.var, lo, lp.step, len(range(lo, hi, lp.step)))
+    return NestRange(lp.var, lo, lp.step, len(range(lo, hi, lp.step)))
 
 
 def _check_body(ops: tuple[Op, ...]) -> None:
     if not any(True for _ in _launches(ops)):
-        raise _Refuse("the body launches no kernel")
+        raise Refuse("the body launches no kernel")
     for op in ops:
         if isinstance(op, Launch):
             if any(isinstance(a, BufferArg) and isinstance(a.address, Rotating)
                    for a in op.args):
-                raise _Refuse(f"launch {op.kernel} ({op.loc}) takes a rotating (ping-pong) "
+                raise Refuse(f"launch {op.kernel} ({op.loc}) takes a rotating (ping-pong) "
                               "address")
         elif isinstance(op, Loop):
             if op.hi is None:
-                raise _Refuse(f"inner loop {op.var} ({op.loc}) has an unknown trip count")
+                raise Refuse(f"inner loop {op.var} ({op.loc}) has an unknown trip count")
             _check_body(op.body)
         else:
             kind = type(op).__name__.lower()
-            raise _Refuse(f"the body holds a {kind} ({op.loc}); only launches and loops of "
+            raise Refuse(f"the body holds a {kind} ({op.loc}); only launches and loops of "
                           "launches are rewritten")
 
 
@@ -410,200 +393,11 @@ def _restricted(deps: Sequence[Dependence], stmts: list[Statement], depth: int
     out = []
     for d in deps:
         if d.src in ids and d.dst in ids:
-            rel = d.relation.intersect(_relation(d.relation,
+            rel = d.relation.intersect(relation(d.relation,
                                                  [f"b{k} = a{k}" for k in range(depth)]))
             if not rel.is_empty():
                 out.append((d, rel))
     return out
-
-
-def _relation(like: isl.Map, constraints: list[str]) -> isl.Map:
-    """`{ S[a0, ..] -> S'[b0, ..] : constraints }` in the space of `like` (tuple names, sizes
-    and parameters)."""
-    params = islutil.param_names(like)
-    head = f"[{', '.join(params)}] -> " if params else ""
-    src = ", ".join(f"a{k}" for k in range(len(islutil.in_names(like))))
-    dst = ", ".join(f"b{k}" for k in range(len(islutil.out_names(like))))
-    cond = " and ".join(constraints) or "true"
-    return isl.Map(f"{head}{{ {like.get_tuple_name(isl.dim_type.in_)}[{src}] -> "
-                   f"{like.get_tuple_name(isl.dim_type.out)}[{dst}] : {cond} }}")
-
-
-def _schedule(stmts: list[Statement], rels: list[isl.Map]) -> isl.Schedule | None:
-    """isl's schedule of the body statements, the dependences as validity and proximity
-    constraints; None when isl runs out of its budget. isl's guard against loop coalescing is
-    off for this question: it rejects a coefficient as large as another loop's extent, which is
-    exactly what a steep wavefront (5l + t over 3 values of l) needs."""
-    domain = isl.UnionSet.from_set(stmts[0].domain)
-    for st in stmts[1:]:
-        domain = domain.union(isl.UnionSet.from_set(st.domain))
-    validity = isl.UnionMap("{ }")
-    for rel in rels:
-        validity = validity.union(isl.UnionMap.from_map(rel))
-    sc = isl.ScheduleConstraints.on_domain(domain).set_validity(validity).set_proximity(validity)
-    ctx = domain.get_ctx()
-    coalescing = ctx.get_schedule_treat_coalescing()
-    ctx.set_schedule_treat_coalescing(0)
-    try:
-        return islutil.bounded(SCHEDULE_BUDGET, sc.compute_schedule, None)
-    finally:
-        ctx.set_schedule_treat_coalescing(coalescing)
-
-
-def _outer_band(sched: isl.Schedule) -> isl.ScheduleNode | None:
-    """The outermost band node of a schedule tree, None when it has none."""
-    node = sched.get_root()
-    while node.get_type() != isl.schedule_node_type.band and node.n_children() > 0:
-        node = node.child(0)
-    return node if node.get_type() == isl.schedule_node_type.band else None
-
-
-def _permutable(sched: isl.Schedule | None) -> bool | None:
-    band = None if sched is None else _outer_band(sched)
-    return None if band is None else bool(band.band_get_permutable())
-
-
-def _band_skews(sched: isl.Schedule | None, nest: tuple[_Range, _Range]
-                ) -> tuple[tuple[int, int], ...]:
-    """The skews isl's schedule suggests: its outermost band's first two rows that involve the
-    nest's loops, each alone and their sum (any positive sum of a permutable band's rows keeps
-    every dependence's distance non-negative; `_check_legal` decides which separate the
-    instances). A row c_l*l + c_t*t is c_l*s_l*i + c_t*s_t*j plus a constant in iteration
-    counts; each skew is divided by its gcd. Nothing when the band is not permutable, or a row
-    is not one affine function of the loops for every statement (a per-statement shift or
-    coefficient, an inner loop's variable, a division): such a row does not map an instance
-    (l, t), all its launches, to one stage. The coefficients of the loops around the nest,
-    fixed inside it, are dropped."""
-    band = None if sched is None else _outer_band(sched)
-    if band is None or not band.band_get_permutable():
-        return ()
-    partial = band.band_get_partial_schedule()
-    rows: list[tuple[int, int]] = []
-    for k in range(band.band_n_member()):
-        if len(rows) == 2:
-            break
-        row = _row(partial.get_at(k), nest)
-        if row is None:
-            return ()
-        if row != (0, 0):
-            rows.append(row)
-    if len(rows) == 2:
-        rows.append((rows[0][0] + rows[1][0], rows[0][1] + rows[1][1]))
-    skews = (_reduced(r) for r in rows)
-    return tuple(dict.fromkeys(s for s in skews if s != (0, 0)))
-
-
-def _row(row: isl.UnionPwAff, nest: tuple[_Range, _Range]) -> tuple[int, int] | None:
-    """The coefficients (a, b) of i and j in one band row, when the row is the same affine
-    function of the loops for every statement; None otherwise."""
-    pieces = row.get_pw_aff_list()
-    forms = {_affine(aff, nest[1].var)
-             for k in range(pieces.n_pw_aff()) for _, aff in pieces.get_at(k).get_pieces()}
-    if len(forms) != 1 or None in forms:
-        return None
-    (form,) = forms
-    assert form is not None
-    coefs = dict(form[0])
-    return tuple(coefs.get(r.var, 0) * r.step for r in nest)  # type: ignore[return-value]
-
-
-def _affine(aff: isl.Aff, inner: str) -> tuple[frozenset[tuple[str, int]], int] | None:
-    """One statement's piece of a schedule row as (its non-zero coefficients by loop name, its
-    constant), when it is an integer affine function of the loops down to the nest's `inner`
-    one (no division, no parameter, no deeper loop); None otherwise."""
-    if aff.dim(isl.dim_type.div):
-        return None
-    coefs: dict[str, int] = {}
-    deeper = False
-    for name, (kind, pos) in sorted(aff.get_var_dict().items(), key=lambda x: x[1][1]):
-        val = aff.get_coefficient_val(kind, pos)
-        if not val.is_int():
-            return None
-        c = val.to_python()
-        if c and (kind != isl.dim_type.in_ or deeper):
-            return None
-        if c:
-            coefs[name] = c
-        deeper = deeper or (kind == isl.dim_type.in_ and name == inner)
-    const = aff.get_constant_val()
-    return (frozenset(coefs.items()), const.to_python()) if const.is_int() else None
-
-
-def _reduced(skew: tuple[int, int]) -> tuple[int, int]:
-    g = math.gcd(*skew)
-    return skew if g == 0 else (skew[0] // g, skew[1] // g)
-
-
-# the skews tried after isl's band: the plain wavefront, then steeper ones (a dependence from
-# (l - 1, t + 1) to (l, t) needs 2l + t)
-SKEWS = ((1, 1), (2, 1), (1, 2), (3, 1), (1, 3), (3, 2), (2, 3))
-
-
-def _legal_skew(deps: list[tuple[Dependence, isl.Map]], depth: int,
-                ranges: tuple[_Range, _Range], band: tuple[tuple[int, int], ...]
-                ) -> tuple[tuple[int, int], str]:
-    """The skew (a, b) with the fewest stages w = a*i + b*j (i, j the iteration counts) under
-    which every dependence goes to a later stage or stays in one instance, checked with isl,
-    and where it came from: "isl band" (`band`, first on a tie) or "fixed list" (SKEWS). A skew
-    with one instance in every stage only serializes the nest: not used. Refuse, with the plain
-    wavefront's counterexample, when no skew is left."""
-    rl, rt = ranges
-    tried = [*band, *(s for s in SKEWS if s not in band)]
-    plain = None
-    for skew in sorted(tried, key=lambda s: _stage_count(s, rl.trips, rt.trips)):
-        if _stage_count(skew, rl.trips, rt.trips) == rl.trips * rt.trips:
-            break  # this one and the rest: one instance per stage (after l + t, which is not)
-        try:
-            _check_legal(deps, depth, ranges, skew)
-            return skew, "isl band" if skew in band else "fixed list"
-        except _Refuse as e:
-            plain = e if skew == (1, 1) else plain
-    assert plain is not None
-    raise plain
-
-
-def _stage_count(skew: tuple[int, int], nl: int, nt: int) -> int:
-    return len({skew[0] * i + skew[1] * j for i in range(nl) for j in range(nt)})
-
-
-def _check_legal(deps: list[tuple[Dependence, isl.Map]], depth: int,
-                 ranges: tuple[_Range, _Range], skew: tuple[int, int] = (1, 1)) -> None:
-    """Refuse unless every dependence goes to a later stage or stays in one instance."""
-    rl, rt = ranges
-    # w(b) - w(a) = a*dl/step_l + b*dt/step_t; scaled by |step_l*step_t| > 0
-    cl = skew[0] * (1 if rl.step > 0 else -1) * abs(rt.step)
-    ct = skew[1] * (1 if rt.step > 0 else -1) * abs(rl.step)
-    dl, dt = f"(b{depth} - a{depth})", f"(b{depth + 1} - a{depth + 1})"
-    for d, rel in deps:
-        bad = _relation(rel, [f"{cl}*{dl} + {ct}*{dt} <= 0", f"({dl} != 0 or {dt} != 0)"])
-        hit = rel.intersect(bad)
-        if not hit.is_empty():
-            what = f"{d.kind} on {d.buffer}" if d.buffer else d.kind
-            raise _Refuse(f"dependence {d.src} -> {d.dst} ({what}) links two instances of one "
-                          f"wavefront ({rl.var} + {rt.var} does not increase, and no other skew "
-                          "tried, from isl's band or the fixed list, gives a stage of two "
-                          f"instances), e.g. {hit.sample()}")
-
-
-def _skewed(skew: tuple[int, int], nl: int, nt: int) -> list[list[tuple[int, int]]]:
-    """The instances (i, j) of each non-empty stage w = a*i + b*j, stages in order, i
-    increasing in a stage."""
-    a, b = skew
-    stages: dict[int, list[tuple[int, int]]] = {}
-    for i in range(nl):
-        for j in range(nt):
-            stages.setdefault(a * i + b * j, []).append((i, j))
-    return [stages[w] for w in sorted(stages)]
-
-
-def _skew_text(var: str, skew: tuple[int, int], ranges: tuple[_Range, _Range]) -> str:
-    """`w = 5*l + t`, `w = l`, `w = l - t`: the skew over the iteration counts as text."""
-    text = ""
-    for c, r in zip(skew, ranges, strict=True):
-        if c:
-            sign = (" - " if c < 0 else " + ") if text else ("-" if c < 0 else "")
-            text += f"{sign}{'' if abs(c) == 1 else f'{abs(c)}*'}{r.index()}"
-    return f"{var} = {text}"
 
 
 # emission --------------------------------------------------------------------------------------
@@ -641,7 +435,7 @@ def _subst_arg(a: Arg, env: dict[str, Expr]) -> Arg:
     return a
 
 
-def _check_instances(body: tuple[Op, ...], ranges: tuple[_Range, _Range],
+def _check_instances(body: tuple[Op, ...], ranges: tuple[NestRange, NestRange],
                      new: tuple[Op, ...], var: str) -> None:
     """Every instance of the original nest appears exactly once in `new` (as the multiset of
     the body ops with the loop variables replaced by their values)."""
@@ -677,7 +471,7 @@ def _launches(ops: tuple[Op, ...]) -> Iterator[Launch]:
             yield from _launches(op.body)
 
 
-def _count_launches(body: tuple[Op, ...], ranges: tuple[_Range, _Range]) -> int | None:
+def _count_launches(body: tuple[Op, ...], ranges: tuple[NestRange, NestRange]) -> int | None:
     """Launches the nest runs; None when an inner loop's trip count depends on a variable of an
     enclosing loop."""
     rl, rt = ranges
