@@ -212,6 +212,8 @@ def _step(ins: Instr, dest: int, ref, index: dict[int, int]) -> Step:
 
 
 def _signed(v: int, bits: int) -> int:
+    """`v` (0 <= v < 2^bits) as a signed integer; i1 too (`sext i1 true` is -1, which the
+    helpers rely on: intops.signed and ptxfloat._signed leave an i1 unsigned)."""
     return v - (1 << bits) if v >> (bits - 1) & 1 else v
 
 
